@@ -1,0 +1,1 @@
+"""Builders: release import, ELECTRA pretraining, GLUE finetuning, entries, Hub publishing."""

@@ -1,0 +1,396 @@
+"""Turn the authors' release files into the project's parquet tables.
+
+Input is a folder laid out like ``shared/upstream`` (see ``SOURCES.md`` there), or a
+base URL serving the same layout, or the ``github`` preset that fetches each file from
+the authors' repositories at the pinned commits. Output is a data directory written by
+:func:`nasbench_bert.tables.write_dataset` (atomic, with a checksummed manifest).
+
+The build is deterministic: the same release files give byte-identical tables. Floats
+are parsed with Python's ``float`` (CSV) and ``json`` (JSON), which round-trip the
+release's decimal strings exactly, so every stored value equals the release value.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import shutil
+import tempfile
+import urllib.parse
+import urllib.request
+import zipfile
+from pathlib import Path
+from typing import Any, Iterable
+
+import pyarrow as pa
+
+from nasbench_bert.errors import DataIntegrityError
+from nasbench_bert.sizes import PTB_VOCAB, flexibert_num_params, nlp_num_params
+from nasbench_bert.spaces.flexibert import Arch
+from nasbench_bert.spaces.nlp import recipe_hash
+from nasbench_bert.tables import (
+    FLEXIBERT_PROXY_COLUMNS, GLUE_TASKS, GRAPH2VEC_COLUMNS, NLP_PROXY_COLUMNS, RELEASE_TASK_NAMES,
+    sha256_file, write_dataset,
+)
+
+#: release files (relative to the release folder) -> what they feed
+FILES: dict[str, str] = {
+    "training-free-nas/data/BERT_benchmark.json": "flexibert",
+    "training-free-nas/data/BERT_benchmark_train_ablation.json": "flexibert_curves",
+    "training-free-nas/data/BERT_results_activation.csv": "flexibert_proxies",
+    "training-free-nas/data/RNN_results.csv": "nlp_ptb",
+    "training-free-nas/data/RNN_parameters.csv": "nlp_ptb",
+    "nas-bench-nlp/data/doc2vec_features_lowdim.csv": "nlp_ptb, nlp_wikitext2",
+    "nas-bench-nlp/train_logs_wikitext-2/logs.zip": "nlp_wikitext2",
+}
+
+#: the authors' repositories at the commits the project was built from
+GITHUB = {
+    "training-free-nas/": "https://raw.githubusercontent.com/aaronserianni/training-free-nas/2d76e01/",
+    "nas-bench-nlp/": "https://raw.githubusercontent.com/fmsnew/nas-bench-nlp-release/a6d90a3/",
+}
+
+MAX_LAYERS = 4
+LAYER_COLUMNS = ("op", "param", "heads", "ff_dim", "num_ff")
+
+
+# -- fetching ----------------------------------------------------------------------------
+def fetch_release(source: str | os.PathLike[str], workdir: Path | None = None) -> Path:
+    """Return a local folder with every file in :data:`FILES`.
+
+    ``source`` is a folder, a base URL (``http(s)://host/path/`` with the same layout),
+    or ``"github"`` for the authors' repositories at the pinned commits. Downloads go to
+    a temporary file first and are renamed into place, so an interrupted download never
+    leaves a truncated file behind.
+    """
+    s = os.fspath(source)
+    if s != "github" and not s.startswith(("http://", "https://", "file://")):
+        p = Path(s)
+        missing = [f for f in FILES if not (p / f).is_file()]
+        if missing:
+            raise FileNotFoundError(f"release folder {p} lacks {missing}; expected the layout of shared/upstream (see SOURCES.md)")
+        return p
+    dest = Path(workdir or tempfile.mkdtemp(prefix="nasbench-bert-release-"))
+    for rel in FILES:
+        if s == "github":
+            prefix = next(k for k in GITHUB if rel.startswith(k))
+            url = GITHUB[prefix] + rel[len(prefix):]
+        else:
+            url = urllib.parse.urljoin(s.rstrip("/") + "/", rel)
+        out = dest / rel
+        if out.is_file():
+            continue
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(out.name + ".part")
+        try:
+            with urllib.request.urlopen(url, timeout=60) as r, open(tmp, "wb") as f:
+                shutil.copyfileobj(r, f)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            raise FileNotFoundError(f"cannot download release file {rel} from {url}: {e}") from None
+        os.replace(tmp, out)
+    return dest
+
+
+# -- parsing helpers ---------------------------------------------------------------------
+def _csv_rows(path: Path) -> tuple[list[str], list[list[str]]]:
+    with open(path, newline="", encoding="utf-8-sig") as f:  # RNN_results.csv starts with a BOM
+        rows = list(csv.reader(f))
+    return rows[0], [r for r in rows[1:] if r]
+
+
+def _num(s: str) -> float:
+    """Exact float of a CSV cell; 'nan' / '' become NaN (the release's missing marker)."""
+    return math.nan if s.strip() in ("", "nan", "NaN") else float(s)
+
+
+def _recipe_id_from_log(name: str) -> tuple[int, str, int]:
+    """``log_stats_model_<recipe>_<date>_<time>_<experiment>.json`` -> its three parts."""
+    stem = name[: -len(".json")] if name.endswith(".json") else name
+    parts = stem.split("_")
+    if len(parts) != 7 or parts[:3] != ["log", "stats", "model"]:
+        raise DataIntegrityError(f"unexpected NAS-Bench-NLP log name {name!r}")
+    return int(parts[3]), f"{parts[4]}_{parts[5]}", int(parts[6])
+
+
+# -- FlexiBERT -----------------------------------------------------------------------------
+def flexibert_table(entries: list[dict[str, Any]]) -> pa.Table:
+    entries = sorted(entries, key=lambda e: e["id"])
+    ids = [e["id"] for e in entries]
+    if ids != list(range(len(ids))):
+        raise DataIntegrityError("BERT_benchmark.json ids are not 0..N-1")
+    archs = [Arch.from_release(e["hparams"]["model_hparam_overrides"]) for e in entries]
+    cols: dict[str, Any] = {
+        "id": pa.array(ids, pa.int32()),
+        "arch": pa.array([str(a) for a in archs], pa.string()),
+        "space_index": pa.array([a.index for a in archs], pa.int64()),
+        "hidden_size": pa.array([a.hidden_size for a in archs], pa.int16()),
+        "num_layers": pa.array([a.num_layers for a in archs], pa.int8()),
+    }
+    for i in range(MAX_LAYERS):
+        ls = [a.layers[i] if i < a.num_layers else None for a in archs]
+        cols[f"l{i}_op"] = pa.array([x.operation_type if x else None for x in ls], pa.string())
+        cols[f"l{i}_param"] = pa.array([str(x.operation_parameter) if x else None for x in ls], pa.string())
+        cols[f"l{i}_heads"] = pa.array([x.num_operation_heads if x else None for x in ls], pa.int8())
+        cols[f"l{i}_ff_dim"] = pa.array([x.feed_forward_dimension if x else None for x in ls], pa.int16())
+        cols[f"l{i}_num_ff"] = pa.array([x.num_feed_forward if x else None for x in ls], pa.int8())
+    for rel, name in RELEASE_TASK_NAMES.items():
+        cols[name] = pa.array([float(e["scores"][rel]) for e in entries], pa.float64())
+    cols["glue"] = pa.array([float(e["scores"]["glue"]) for e in entries], pa.float64())
+    cols["time_to_train"] = pa.array([float(e["time_to_train"]) for e in entries], pa.float64())
+    cols["completed"] = pa.array([bool(e["completed"]) for e in entries], pa.bool_())
+    hp_keys = sorted({k for e in entries for k in e["hparams"] if k != "model_hparam_overrides"})
+    for k in hp_keys:
+        vals = [e["hparams"].get(k) for e in entries]
+        cols[f"hp_{k}"] = pa.array(vals)
+    cols["num_params"] = pa.array([flexibert_num_params(a, "faithful") for a in archs], pa.int64())
+    cols["num_params_seed_compat"] = pa.array([flexibert_num_params(a, "seed_compat") for a in archs], pa.int64())
+    cols["pretrain_steps"] = pa.array([int(e["hparams"]["num_train_steps"]) for e in entries], pa.int32())
+    meta = {
+        b"num_params": b"faithful semantics: the arch as specified (encoder only, no task heads)",
+        b"num_params_seed_compat": b"seed_compat semantics: the model the stored proxies were computed on; equals the stored 'Number of Parameters'",
+        b"operations": b"The released TensorFlow training code may have trained every layer as scaled dot-product attention (see README, 'Did the operation types reach the trained models?')",
+        b"tasks": b"GLUE dev scores x100: cola=MCC, stsb=Spearman, others accuracy; glue = release mean of the 8 tasks",
+    }
+    return pa.table(cols).replace_schema_metadata(meta)
+
+
+def flexibert_curves_table(ablation: list[dict[str, Any]], bench: list[dict[str, Any]]) -> pa.Table:
+    by_id = {e["id"]: e for e in bench}
+    rows = []
+    for e in sorted(ablation, key=lambda e: e["id"]):
+        if not e["scores"]:
+            continue  # arch listed without a curve (not all re-pretraining runs finished)
+        if e["hparams"]["model_hparam_overrides"] != by_id[e["id"]]["hparams"]["model_hparam_overrides"]:
+            raise DataIntegrityError(f"ablation arch {e['id']} differs from benchmark arch {e['id']}")
+        for steps, sc in sorted(e["scores"].items(), key=lambda kv: int(kv[0])):
+            rows.append((e["id"], int(steps), [float(sc[k]) for k in RELEASE_TASK_NAMES], float(sc["glue"]), e["time_to_train"]))
+    cols: dict[str, Any] = {
+        "id": pa.array([r[0] for r in rows], pa.int32()),
+        "steps": pa.array([r[1] for r in rows], pa.int32()),
+    }
+    for j, name in enumerate(GLUE_TASKS):
+        cols[name] = pa.array([r[2][j] for r in rows], pa.float64())
+    cols["glue"] = pa.array([r[3] for r in rows], pa.float64())
+    cols["run_time_to_train"] = pa.array([float(r[4]) for r in rows], pa.float64())
+    return pa.table(cols)
+
+
+def flexibert_proxies_table(path: Path, bench: list[dict[str, Any]]) -> pa.Table:
+    header, rows = _csv_rows(path)
+    want = ["ID", "GLUE Score", *FLEXIBERT_PROXY_COLUMNS]
+    if header != want:
+        raise DataIntegrityError(f"{path.name}: columns {header} != expected {want}")
+    rows = sorted(rows, key=lambda r: int(r[0]))
+    glue = {e["id"]: e["scores"]["glue"] for e in bench}
+    for r in rows:
+        if float(r[1]) != glue[int(r[0])]:
+            raise DataIntegrityError(f"{path.name}: GLUE score of arch {r[0]} differs from BERT_benchmark.json")
+    cols: dict[str, Any] = {"id": pa.array([int(r[0]) for r in rows], pa.int32())}
+    for j, (src, name) in enumerate(FLEXIBERT_PROXY_COLUMNS.items(), start=2):
+        if name == "num_params_seed_compat":
+            cols[name] = pa.array([int(float(r[j])) for r in rows], pa.int64())
+        else:
+            cols[name] = pa.array([_num(r[j]) for r in rows], pa.float64())
+    meta = {b"semantics": b"seed_compat", b"jacobian_cosine": b"the CSV column 'Jacobian Score Normalized'"}
+    return pa.table(cols).replace_schema_metadata(meta)
+
+
+# -- NAS-Bench-NLP ------------------------------------------------------------------------
+def _graph2vec(path: Path) -> dict[int, list[float]]:
+    header, rows = _csv_rows(path)
+    if header != ["recepie_id", *(f"v{i:02d}" for i in range(10))]:
+        raise DataIntegrityError(f"{path.name}: unexpected columns {header}")
+    return {int(r[0]): [float(v) for v in r[1:]] for r in rows}
+
+
+def _wikitext2_logs(path: Path) -> list[dict[str, Any]]:
+    logs = []
+    with zipfile.ZipFile(path) as z:
+        for name in sorted(z.namelist()):
+            if name.endswith(".json"):
+                d = json.loads(z.read(name))
+                d["_log_name"] = Path(name).name
+                logs.append(d)
+    return logs
+
+
+def nlp_wikitext2_table(logs: list[dict[str, Any]], g2v: dict[int, list[float]]) -> pa.Table:
+    f64 = pa.float64()
+    lst = pa.list_(f64)
+    ok = [d["status"] == "OK" for d in logs]
+
+    def final(d: dict[str, Any], key: str, good: bool) -> float:
+        # a diverged run has no final value: NaN, never the last finite epoch
+        return float(d[key][-1]) if good and d[key] else math.nan
+
+    cols: dict[str, Any] = {
+        "log_name": pa.array([d["_log_name"] for d in logs], pa.string()),
+        "recipe_id": pa.array([int(d["recepie_id"]) for d in logs], pa.int64()),
+        "experiment_id": pa.array([int(d["experiment_id"]) for d in logs], pa.int64()),
+        "init_time": pa.array([d["init_time"] for d in logs], pa.string()),
+        "recipe": pa.array([json.dumps(json.loads(d["recepie"]), sort_keys=True) for d in logs], pa.string()),
+        "recipe_hash": pa.array([recipe_hash(d["recepie"]) for d in logs], pa.string()),
+        "status": pa.array([d["status"] for d in logs], pa.string()),
+        "diverged": pa.array([not g for g in ok], pa.bool_()),
+        "epochs_completed": pa.array([len(d["train_losses"]) for d in logs], pa.int16()),
+        "num_params": pa.array([int(d["num_params"]) for d in logs], pa.int64()),
+        "final_train_loss": pa.array([final(d, "train_losses", g) for d, g in zip(logs, ok)], f64),
+        "final_val_loss": pa.array([final(d, "val_losses", g) for d, g in zip(logs, ok)], f64),
+        "final_test_loss": pa.array([final(d, "test_losses", g) for d, g in zip(logs, ok)], f64),
+        "total_wall_time": pa.array([float(sum(d["wall_times"])) for d in logs], f64),
+        "train_losses": pa.array([[float(v) for v in d["train_losses"]] for d in logs], lst),
+        "val_losses": pa.array([[float(v) for v in d["val_losses"]] for d in logs], lst),
+        "test_losses": pa.array([[float(v) for v in d["test_losses"]] for d in logs], lst),
+        "wall_times": pa.array([[float(v) for v in d["wall_times"]] for d in logs], lst),
+    }
+    hp = ["batch_size", "emsize", "nhid", "nlayers", "dropout", "dropouth", "dropouti", "dropoute", "wdrop",
+          "tied", "bptt", "lr", "wdecay", "epochs", "alpha", "beta", "clip", "eval_batch_size", "model"]
+    for k in hp:
+        cols[f"hp_{k}"] = pa.array([d[k] for d in logs])
+    for i, c in enumerate(GRAPH2VEC_COLUMNS):
+        cols[c] = pa.array([g2v[int(d["recepie_id"])][i] if int(d["recepie_id"]) in g2v else None for d in logs], f64)
+    return pa.table(cols)
+
+
+def _parameter_counts(path: Path) -> dict[str, tuple[int, int]]:
+    """log name -> (trainable, total) parameters from ``RNN_parameters.csv``.
+
+    The released file is several CSV dumps concatenated: one header is glued onto the
+    last field of a row (``...,12738000log name,loss,...``), header lines recur, and
+    some log names repeat with all-``nan`` rows. This parser repairs exactly those
+    glitches, keeps the rows that carry counts, and refuses to guess when two rows with
+    counts disagree.
+    """
+    out: dict[str, tuple[int, int]] = {}
+    with open(path, encoding="utf-8-sig") as f:
+        lines = f.read().splitlines()
+    for n, line in enumerate(lines[1:], start=2):
+        if line.startswith("log name") or not line.strip():
+            continue  # a repeated header
+        glued = line.find("log name")
+        if glued > 0:
+            line = line[:glued]
+        r = next(csv.reader([line]))
+        if len(r) != 6:
+            raise DataIntegrityError(f"{path.name} line {n}: expected 6 fields, got {len(r)}")
+        if r[5].strip() in ("nan", ""):
+            continue
+        val = (int(float(r[4])), int(float(r[5])))
+        if out.get(r[0], val) != val:
+            raise DataIntegrityError(f"{path.name}: conflicting parameter counts for {r[0]}")
+        out[r[0]] = val
+    return out
+
+
+def nlp_ptb_table(results: Path, params: Path, g2v: dict[int, list[float]], wt2: list[dict[str, Any]]) -> pa.Table:
+    header, rows = _csv_rows(results)
+    want = ["log name", "loss", "perplexity", "bits per word", *NLP_PROXY_COLUMNS]
+    if header != want:
+        raise DataIntegrityError(f"{results.name}: columns {header} != expected {want}")
+    counts = _parameter_counts(params)
+    recipes: dict[int, str] = {}
+    for d in wt2:
+        recipes.setdefault(int(d["recepie_id"]), json.dumps(json.loads(d["recepie"]), sort_keys=True))
+    rows = sorted(rows, key=lambda r: r[0])
+    parsed = [_recipe_id_from_log(r[0]) for r in rows]
+    cols: dict[str, Any] = {
+        "log_name": pa.array([r[0] for r in rows], pa.string()),
+        "recipe_id": pa.array([p[0] for p in parsed], pa.int64()),
+        "experiment_id": pa.array([p[2] for p in parsed], pa.int64()),
+        "init_time": pa.array([p[1] for p in parsed], pa.string()),
+        "test_loss": pa.array([_num(r[1]) for r in rows], pa.float64()),
+        "perplexity": pa.array([_num(r[2]) for r in rows], pa.float64()),
+        "bits_per_word": pa.array([_num(r[3]) for r in rows], pa.float64()),
+        "num_params": pa.array([counts[r[0]][1] if r[0] in counts else None for r in rows], pa.int64()),
+        "num_trainable_params": pa.array([counts[r[0]][0] if r[0] in counts else None for r in rows], pa.int64()),
+    }
+    for j, name in enumerate(NLP_PROXY_COLUMNS.values(), start=4):
+        cols[name] = pa.array([_num(r[j]) for r in rows], pa.float64())
+    rec = [recipes.get(p[0]) for p in parsed]
+    cols["recipe"] = pa.array(rec, pa.string())
+    cols["recipe_hash"] = pa.array([recipe_hash(x) if x else None for x in rec], pa.string())
+    cols["recipe_num_params"] = pa.array([nlp_num_params(x, PTB_VOCAB) if x else None for x in rec], pa.int64())
+    for i, c in enumerate(GRAPH2VEC_COLUMNS):
+        cols[c] = pa.array([g2v[p[0]][i] if p[0] in g2v else None for p in parsed], pa.float64())
+    meta = {b"recipe": b"from the WikiText-2 log with the same recipe_id (the PTB logs with recipes are not public in this release)",
+            b"num_params": b"from RNN_parameters.csv ('total paramters')"}
+    return pa.table(cols).replace_schema_metadata(meta)
+
+
+# -- the build ---------------------------------------------------------------------------
+def build_tables(
+    source: str | os.PathLike[str], out: str | os.PathLike[str], *, progress: bool = True
+) -> Path:
+    """Build all tables from the release at ``source`` into the data dir ``out``.
+
+    Returns the written version folder (``out/v1``). Atomic: see
+    :func:`nasbench_bert.tables.write_dataset`.
+    """
+    from rich.progress import Progress
+
+    with tempfile.TemporaryDirectory(prefix="nasbench-bert-fetch-") as tmp:
+        rel = fetch_release(source, Path(tmp))
+        with Progress(disable=not progress, transient=True) as bar:
+            task = bar.add_task("building nasbench-bert tables", total=10)
+            sources = {f: sha256_file(rel / f) for f in FILES}
+            bar.advance(task)
+            bench = json.loads((rel / "training-free-nas/data/BERT_benchmark.json").read_text())
+            ablation = json.loads((rel / "training-free-nas/data/BERT_benchmark_train_ablation.json").read_text())
+            g2v = _graph2vec(rel / "nas-bench-nlp/data/doc2vec_features_lowdim.csv")
+            wt2 = _wikitext2_logs(rel / "nas-bench-nlp/train_logs_wikitext-2/logs.zip")
+            bar.advance(task)
+            tables = {
+                "flexibert": flexibert_table(bench),
+                "flexibert_curves": flexibert_curves_table(ablation, bench),
+                "flexibert_proxies": flexibert_proxies_table(rel / "training-free-nas/data/BERT_results_activation.csv", bench),
+                "nlp_wikitext2": nlp_wikitext2_table(wt2, g2v),
+            }
+            bar.advance(task, 2)
+            tables["nlp_ptb"] = nlp_ptb_table(
+                rel / "training-free-nas/data/RNN_results.csv", rel / "training-free-nas/data/RNN_parameters.csv", g2v, wt2
+            )
+            bar.advance(task)
+            hook = _interrupt_hook()
+            return write_dataset(
+                tables, Path(out), sources,
+                extra={"builder": "builders.release", "licences": {"flexibert*": "CC BY 4.0", "nlp_*": "Apache-2.0 (NAS-Bench-NLP); proxy columns CC BY 4.0"}},
+                on_table=lambda name: (bar.advance(task), hook(name)),
+            )
+
+
+def _interrupt_hook():
+    """Test hook: ``NASBENCH_BERT_TEST_SLOW_BUILD=seconds`` sleeps after each table so
+    that a test can kill a build midway and check nothing half-written is loaded."""
+    delay = float(os.environ.get("NASBENCH_BERT_TEST_SLOW_BUILD", "0") or 0)
+    if delay <= 0:
+        return lambda name: None
+    import time
+
+    def hook(name: str) -> None:
+        print(f"wrote {name}", flush=True)
+        time.sleep(delay)
+
+    return hook
+
+
+def main(argv: Iterable[str] | None = None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Build nasbench-bert tables from the release files")
+    ap.add_argument("--release", default=None, help="release folder, base URL, or 'github'")
+    ap.add_argument("--out", default=None, help="data directory (default: the checkout's data/)")
+    a = ap.parse_args(list(argv) if argv is not None else None)
+    from nasbench_bert.tables import checkout_root, release_dirs, user_cache_dir
+
+    src = a.release or next((str(p) for p in release_dirs() if (p / "training-free-nas").is_dir()), "github")
+    root = checkout_root()
+    out = a.out or (str(root / "data") if root else str(user_cache_dir()))
+    print(build_tables(src, out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""One small error hierarchy for the whole package.
+
+Every error says what was wrong, what was allowed and what to do next, so that a user
+never has to read a traceback into library internals to understand a bad input.
+"""
+
+from __future__ import annotations
+
+
+class NasBenchError(Exception):
+    """Base class of every error raised on purpose by :mod:`nasbench_bert`."""
+
+
+class InvalidArchitectureError(NasBenchError, ValueError):
+    """An architecture (FlexiBERT arch or NAS-Bench-NLP recipe) is not in its search space.
+
+    Also a :class:`ValueError`, so generic input-validation code catches it.
+    """
+
+
+class InvalidRecipeError(InvalidArchitectureError):
+    """A NAS-Bench-NLP recipe is malformed (unknown op, dangling input, cycle, ...)."""
+
+
+class NotEvaluatedError(NasBenchError, KeyError):
+    """A valid architecture that the benchmark never trained.
+
+    Also a :class:`KeyError` (it is a failed lookup), but with a readable message.
+    """
+
+    def __str__(self) -> str:  # KeyError would repr() the message; keep it readable
+        return str(self.args[0]) if self.args else ""
+
+
+class DataIntegrityError(NasBenchError):
+    """A table on disk is missing, truncated or does not match its manifest checksum."""
+
+
+class DataNotFoundError(NasBenchError, FileNotFoundError):
+    """No benchmark tables could be found or built from any configured source."""
+
+
+class OutOfBudgetError(NasBenchError):
+    """A query would exceed the simulated training-time budget set on the benchmark."""

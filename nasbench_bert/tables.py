@@ -1,0 +1,321 @@
+"""Parquet tables on disk: names, manifest, integrity checks, atomic writes, resolution.
+
+A *data directory* holds one folder per schema version (``v1/``) with the parquet
+tables and a ``manifest.json`` that records the schema version, row counts and the
+sha256 of every table and of every release file it was built from. Tables are verified
+against the manifest the first time they are read, so a truncated or corrupted file is
+reported by name instead of producing wrong numbers.
+
+Writes are atomic: a build goes to a hidden staging folder beside the target and is
+renamed into place only when every table and the manifest are complete, so a build that
+is killed midway never leaves a half-written table where a reader looks.
+
+Where the data comes from (:func:`resolve`), first match wins:
+
+1. an explicit path;
+2. ``$NASBENCH_BERT_DATA``;
+3. the checkout's ``data/`` folder;
+4. the user cache (``$NASBENCH_BERT_CACHE``, else ``$XDG_CACHE_HOME/nasbench-bert``,
+   else ``~/.cache/nasbench-bert``);
+5. building from release files in ``$NASBENCH_BERT_RELEASE`` or ``../shared/upstream``
+   beside the checkout (the builders in ``builders/release.py``);
+6. the Hugging Face Hub (:mod:`nasbench_bert.hub`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .errors import DataIntegrityError, DataNotFoundError
+
+SCHEMA_VERSION = 1
+VERSION_DIR = f"v{SCHEMA_VERSION}"
+MANIFEST = "manifest.json"
+
+#: table name -> what it holds (also written into the manifest and the dataset card)
+TABLES: dict[str, str] = {
+    "flexibert": "FlexiBERT/ELECTRA benchmark: one row per arch id 0-499 (GLUE dev scores, training time, hparams, parameter counts)",
+    "flexibert_curves": "GLUE dev scores of archs re-pretrained for 0 ... 1,000,000 steps (every 50,000): learning curves",
+    "flexibert_proxies": "the paper's 15 stored zero-cost proxy values per arch (computed on the seed_compat model)",
+    "nlp_ptb": "NAS-Bench-NLP on Penn Treebank: final test loss, perplexity, bits per word, parameters, stored proxies, graph2vec",
+    "nlp_wikitext2": "NAS-Bench-NLP on WikiText-2: every training log with recipe, hyper-parameters and per-epoch curves",
+}
+
+GLUE_TASKS: tuple[str, ...] = ("cola", "mnli", "mrpc", "qnli", "qqp", "rte", "sst2", "stsb")
+#: the release's task keys -> the GLUE names used here
+RELEASE_TASK_NAMES: dict[str, str] = {"cola": "cola", "mnli": "mnli", "mrpc": "mrpc", "qnli": "qnli", "qqp": "qqp", "rte": "rte", "sst": "sst2", "sts": "stsb"}
+
+#: stored FlexiBERT proxy columns: CSV name -> table name. The CSV's
+#: "Jacobian Score Normalized" is in fact the Jacobian *cosine* score (DATA-NOTES).
+FLEXIBERT_PROXY_COLUMNS: dict[str, str] = {
+    "Synaptic Diversity": "synaptic_diversity",
+    "Synaptic Diversity Normalized": "synaptic_diversity_norm",
+    "Synaptic Saliency": "synaptic_saliency",
+    "Synaptic Saliency Normalized": "synaptic_saliency_norm",
+    "Activation Distance": "activation_distance",
+    "Activation Distance Normalized": "activation_distance_norm",
+    "Jacobian Score": "jacobian_covariance",
+    "Jacobian Score Normalized": "jacobian_cosine",
+    "Number of Parameters": "num_params_seed_compat",
+    "Head Importance": "head_importance",
+    "Head Importance Normalized": "head_importance_norm",
+    "Head Confidence": "head_confidence",
+    "Head Confidence Normalized": "head_confidence_norm",
+    "Head Softmax Confidence": "head_softmax_confidence",
+    "Head Softmax Confidence Normalized": "head_softmax_confidence_norm",
+}
+
+NLP_PROXY_COLUMNS: dict[str, str] = {
+    "Activation Distance": "activation_distance",
+    "Synaptic Saliency": "synaptic_saliency",
+    "Jacobian Covariance": "jacobian_covariance",
+    "Jacobian Cosine": "jacobian_cosine",
+    "Large Noise Jacobian": "jacobian_covariance_large_noise",
+    "Large Noise Jacobian Cosine": "jacobian_cosine_large_noise",
+    "More Noised Jacobian": "jacobian_covariance_more_noise",
+    "More Noised Jacobian Cosine": "jacobian_cosine_more_noise",
+    "Hidden Synaptic Saliency": "hidden_synaptic_saliency",
+    "Layer 1 Hidden Covariance": "hidden_covariance_layer1",
+    "Layer 2 Hidden Covariance": "hidden_covariance_layer2",
+    "Layer 3 Hidden Covariance": "hidden_covariance_layer3",
+}
+GRAPH2VEC_COLUMNS: tuple[str, ...] = tuple(f"g2v_{i}" for i in range(10))
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while b := f.read(chunk):
+            h.update(b)
+    return h.hexdigest()
+
+
+# -- writing -----------------------------------------------------------------------------
+def write_parquet_deterministic(table: pa.Table, path: Path) -> None:
+    """Write parquet so that the same table always gives the same bytes."""
+    pq.write_table(
+        table, path, compression="zstd", compression_level=9, use_dictionary=True,
+        write_statistics=True, store_schema=True, row_group_size=1 << 20,
+    )
+
+
+def write_dataset(
+    tables: Mapping[str, pa.Table],
+    root: Path,
+    sources: Mapping[str, str],
+    *,
+    extra: Mapping[str, Any] | None = None,
+    on_table: Callable[[str], None] | None = None,
+) -> Path:
+    """Write ``tables`` and their manifest atomically into ``root/v<SCHEMA_VERSION>/``.
+
+    ``sources`` maps each release file (relative name) to its sha256. ``on_table`` is
+    called after each table is written (progress bars, and tests that interrupt builds).
+    """
+    unknown = sorted(set(tables) - set(TABLES))
+    if unknown:
+        raise ValueError(f"unknown table name(s) {unknown}; allowed: {sorted(TABLES)}")
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    _remove_stale_staging(root)
+    staging = root / f".{VERSION_DIR}.staging-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    staging.mkdir()
+    try:
+        entries = {}
+        for name in sorted(tables):
+            path = staging / f"{name}.parquet"
+            write_parquet_deterministic(tables[name], path)
+            entries[name] = {
+                "file": path.name,
+                "rows": tables[name].num_rows,
+                "columns": tables[name].column_names,
+                "sha256": sha256_file(path),
+                "bytes": path.stat().st_size,
+                "description": TABLES[name],
+            }
+            if on_table:
+                on_table(name)
+        manifest = {
+            "schema_version": SCHEMA_VERSION,
+            "tables": entries,
+            "sources": dict(sorted(sources.items())),
+            **(dict(extra) if extra else {}),
+        }
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        _fsync_dir(staging)
+        target = root / VERSION_DIR
+        old = None
+        if target.exists():
+            old = root / f".{VERSION_DIR}.old-{uuid.uuid4().hex[:8]}"
+            os.replace(target, old)
+        os.replace(staging, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        return target
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _fsync_dir(d: Path) -> None:
+    for p in d.iterdir():
+        with open(p, "rb") as f:
+            os.fsync(f.fileno())
+
+
+def _remove_stale_staging(root: Path) -> None:
+    """Remove staging folders left by killed builds (their pid no longer runs)."""
+    for p in root.glob(f".{VERSION_DIR}.*"):
+        pid = p.name.split("-")[1] if ".staging-" in p.name else None
+        if pid is not None and pid.isdigit() and _pid_alive(int(pid)) and int(pid) != os.getpid():
+            continue
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# -- reading -----------------------------------------------------------------------------
+@dataclass
+class DataDir:
+    """A verified data folder (``.../v1``): the manifest, and tables read on demand."""
+
+    path: Path
+    manifest: dict[str, Any]
+    verify: bool = True
+    _cache: dict[str, pa.Table] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def open(cls, path: Path | str, *, verify: bool = True) -> "DataDir":
+        p = Path(path)
+        if (p / VERSION_DIR / MANIFEST).is_file():
+            p = p / VERSION_DIR
+        mpath = p / MANIFEST
+        if not mpath.is_file():
+            raise DataNotFoundError(f"no {MANIFEST} in {p}; build the tables with `nasbench-bert build-data`")
+        try:
+            manifest = json.loads(mpath.read_text())
+        except ValueError as e:
+            raise DataIntegrityError(f"{mpath} is not valid JSON ({e}); rebuild with `nasbench-bert build-data --force`") from None
+        if manifest.get("schema_version") != SCHEMA_VERSION:
+            raise DataIntegrityError(
+                f"{mpath} has schema_version {manifest.get('schema_version')!r}; this nasbench-bert reads "
+                f"{SCHEMA_VERSION}. Rebuild with `nasbench-bert build-data --force` or upgrade nasbench-bert."
+            )
+        missing = sorted(set(TABLES) - set(manifest.get("tables", {})))
+        if missing:
+            raise DataIntegrityError(f"{mpath} lists no table(s) {missing}; rebuild with `nasbench-bert build-data --force`")
+        return cls(p, manifest, verify)
+
+    def table_path(self, name: str) -> Path:
+        if name not in TABLES:
+            raise ValueError(f"table = {name!r} is not allowed; allowed values: {sorted(TABLES)}")
+        return self.path / self.manifest["tables"][name]["file"]
+
+    def table(self, name: str) -> pa.Table:
+        """Read one table, checking size and sha256 against the manifest first."""
+        if name in self._cache:
+            return self._cache[name]
+        path = self.table_path(name)
+        meta = self.manifest["tables"][name]
+        fix = "rebuild it with `nasbench-bert build-data --force` (or download again)"
+        if not path.is_file():
+            raise DataIntegrityError(f"table {name!r}: file {path} is missing; {fix}")
+        if self.verify:
+            size = path.stat().st_size
+            if size != meta["bytes"]:
+                raise DataIntegrityError(f"table {name!r}: {path} has {size} bytes, manifest says {meta['bytes']} (truncated?); {fix}")
+            digest = sha256_file(path)
+            if digest != meta["sha256"]:
+                raise DataIntegrityError(f"table {name!r}: sha256 of {path} is {digest}, manifest says {meta['sha256']}; {fix}")
+        try:
+            t = pq.read_table(path)
+        except (OSError, pa.ArrowException) as e:
+            raise DataIntegrityError(f"table {name!r}: cannot read {path} ({e}); {fix}") from None
+        if t.num_rows != meta["rows"]:
+            raise DataIntegrityError(f"table {name!r}: {t.num_rows} rows, manifest says {meta['rows']}; {fix}")
+        self._cache[name] = t
+        return t
+
+    def verify_all(self) -> None:
+        for name in TABLES:
+            self.table(name)
+
+
+# -- resolution --------------------------------------------------------------------------
+def checkout_root() -> Path | None:
+    """The source checkout this package runs from, if any (None when pip-installed)."""
+    root = Path(__file__).resolve().parent.parent
+    return root if (root / "pyproject.toml").is_file() and (root / "builders").is_dir() else None
+
+
+def user_cache_dir() -> Path:
+    if os.environ.get("NASBENCH_BERT_CACHE"):
+        return Path(os.environ["NASBENCH_BERT_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "nasbench-bert"
+
+
+def release_dirs() -> list[Path]:
+    """Where release files may lie, in order: $NASBENCH_BERT_RELEASE, ../shared/upstream."""
+    out = []
+    if os.environ.get("NASBENCH_BERT_RELEASE"):
+        out.append(Path(os.environ["NASBENCH_BERT_RELEASE"]))
+    root = checkout_root()
+    if root is not None:
+        out.append(root.parent / "shared" / "upstream")
+    out.append(Path.cwd().parent / "shared" / "upstream")
+    return out
+
+
+def _has_data(p: Path) -> bool:
+    return (p / VERSION_DIR / MANIFEST).is_file() or (p / MANIFEST).is_file()
+
+
+def resolve(path: Path | str | None = None, *, build: bool = True, progress: bool = True, verify: bool = True) -> DataDir:
+    """Find (or build) the benchmark tables; see the module docstring for the order."""
+    tried: list[str] = []
+    if path is not None:
+        return DataDir.open(path, verify=verify)
+    env = os.environ.get("NASBENCH_BERT_DATA")
+    if env:
+        if not _has_data(Path(env)):
+            raise DataNotFoundError(f"$NASBENCH_BERT_DATA={env} holds no {VERSION_DIR}/{MANIFEST}; unset it or build there with `nasbench-bert build-data --out {env}`")
+        return DataDir.open(env, verify=verify)
+    root = checkout_root()
+    candidates = ([root / "data"] if root else []) + [user_cache_dir()]
+    for c in candidates:
+        tried.append(str(c))
+        if _has_data(c):
+            return DataDir.open(c, verify=verify)
+    if build:
+        for rel in release_dirs():
+            tried.append(f"release files in {rel}")
+            if (rel / "training-free-nas").is_dir():
+                from builders.release import build_tables  # lazy: builders depend on this module
+
+                dest = candidates[0] if root and os.access(root, os.W_OK) else user_cache_dir()
+                build_tables(rel, dest, progress=progress)
+                return DataDir.open(dest, verify=verify)
+    raise DataNotFoundError(
+        "no nasbench-bert tables found; looked in: " + "; ".join(tried)
+        + ". Fix: build them from the release files with `nasbench-bert build-data --release DIR_OR_URL`, "
+        "or download them with `Benchmark.load(source='hub', repo_id=...)`."
+    )
