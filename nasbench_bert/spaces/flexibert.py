@@ -54,7 +54,7 @@ SPACE_SIZE = len(HIDDEN_SIZES) * _PER_HIDDEN  # 10,621,440
 
 
 def _is_int(v: Any) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+    return type(v) is int or (isinstance(v, numbers.Integral) and not isinstance(v, bool))
 
 
 def _bad(path: str, value: Any, allowed: Sequence[Any] | str) -> InvalidArchitectureError:
@@ -308,7 +308,7 @@ def arch_at(i: Any) -> Arch:
     for _ in range(n):
         rest, d = divmod(rest, CHOICES_PER_LAYER)
         digits.append(d)
-    return Arch(HIDDEN_SIZES[h], tuple(Layer.from_choice(d) for d in reversed(digits)))
+    return Arch(HIDDEN_SIZES[h], tuple(_LAYER_CACHE[d] for d in reversed(digits)))
 
 
 # -- the space object -----------------------------------------------------------------
@@ -407,6 +407,8 @@ def _layer_alternatives(layer: Layer) -> list[Layer]:
 
 
 FLEXIBERT_SPACE = FlexiBERTSpace()
+#: the 48 possible layers; Layer is immutable, so archs can share these objects
+_LAYER_CACHE: tuple[Layer, ...] = tuple(Layer.from_choice(c) for c in range(CHOICES_PER_LAYER))
 
 assert SPACE_SIZE == 10_621_440 == 2 * (48**2 + 48**4)
 assert math.prod((len(OPERATIONS), len(NUM_HEADS), len(FF_DIMS), len(NUM_FF))) == CHOICES_PER_LAYER

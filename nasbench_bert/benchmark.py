@@ -1,0 +1,634 @@
+"""The query API: :class:`Benchmark` (FlexiBERT) and :class:`NLPBenchmark` (NAS-Bench-NLP).
+
+Design, after NAS-Bench-101's ``api.py``: one small facade that validates keys, looks
+results up in tables, and charges simulated training time to a budget counter so that
+search algorithms can report "wall-clock as if they had trained".
+
+Fidelity never switches silently: :meth:`Benchmark.query` returns the benchmark's
+final 100,000-step result; learning curves (separate re-pretraining runs of a few archs
+for 0 ... 1,000,000 steps) come only from :meth:`Benchmark.curve` or an explicit
+``steps=`` argument.
+
+A note users deserve (DATA-NOTES): the released TensorFlow training code compares the
+operation type with ``is`` against string literals, so - if that code trained the
+benchmark - every layer may have been trained as scaled dot-product attention whatever
+its ``operation_type`` says. Hidden size, depth, heads and feed-forward settings did
+take effect. Treat per-operation conclusions drawn from these numbers with care.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Any, Iterable, Iterator, Literal, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from .errors import InvalidArchitectureError, NotEvaluatedError, OutOfBudgetError
+from .spaces.flexibert import FLEXIBERT_SPACE, LAYER_FIELDS, Arch, ArchLike, arch_at
+from .spaces.nlp import Recipe, isomorphic, parse_recipe, recipe_hash
+from .tables import GLUE_TASKS, DataDir, resolve
+
+FINAL_STEPS = 100_000
+NLP_DATASETS: tuple[str, ...] = ("ptb", "wikitext2")
+
+
+# -- results -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FlexiBERTResult:
+    """One benchmark entry. Scores are GLUE dev scores x100 (CoLA: MCC, STS-B: Spearman)."""
+
+    id: int | None
+    arch: Arch
+    scores: Mapping[str, float]
+    glue: float
+    time_to_train: float
+    num_params: int
+    num_params_seed_compat: int
+    pretrain_steps: int
+    hparams: Mapping[str, Any]
+    source: str = "bundled"
+    std: float | None = None  # surrogate predictions: predictive std of `glue`
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["arch"] = str(self.arch)
+        d["scores"] = dict(self.scores)
+        d["hparams"] = dict(self.hparams)
+        return d
+
+
+@dataclass(frozen=True)
+class NLPResult:
+    """One NAS-Bench-NLP training run. Losses are per-token cross-entropy (nats).
+
+    ``test_loss`` is the release's final value; for a diverged WikiText-2 run
+    (``status == "loss is nan!"``) it is NaN and ``diverged`` is True - never the last
+    finite epoch.
+    """
+
+    dataset: str
+    log_name: str
+    recipe_id: int
+    test_loss: float
+    num_params: int | None
+    diverged: bool
+    status: str
+    recipe: Mapping[str, Any] | None
+    perplexity: float | None = None
+    bits_per_word: float | None = None
+    proxies: Mapping[str, float] = field(default_factory=dict)
+    curves: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    hparams: Mapping[str, Any] = field(default_factory=dict)
+    wall_time: float | None = None
+    other_runs: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        for k in ("recipe", "proxies", "curves", "hparams"):
+            v = getattr(self, k)
+            d[k] = None if v is None else {kk: (list(vv) if isinstance(vv, tuple) else vv) for kk, vv in v.items()}
+        return d
+
+
+@dataclass
+class Budget:
+    """Simulated training-time accounting (NAS-Bench-101 style).
+
+    Every charged query adds the entry's ``time_to_train`` (seconds on the authors'
+    TPUv2-8) to ``time_spent``. With a ``limit``, a query that would exceed it raises
+    :class:`~nasbench_bert.OutOfBudgetError` and is not charged.
+    """
+
+    time_spent: float = 0.0
+    queries: int = 0
+    limit: float | None = None
+
+    def charge(self, seconds: float) -> None:
+        if self.limit is not None and self.time_spent + seconds > self.limit:
+            raise OutOfBudgetError(
+                f"this query costs {seconds:.0f} s of simulated training; {self.time_spent:.0f} of the "
+                f"{self.limit:.0f} s budget are spent. Reset with bench.reset_budget() or raise the limit."
+            )
+        self.time_spent += seconds
+        self.queries += 1
+
+    def reset(self) -> None:
+        self.time_spent = 0.0
+        self.queries = 0
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+# -- FlexiBERT ---------------------------------------------------------------------------------
+class Benchmark:
+    """The FlexiBERT/ELECTRA benchmark (500 archs), with :attr:`nlp` for NAS-Bench-NLP.
+
+    >>> bench = Benchmark.load()
+    >>> bench.query(0).glue
+    74.73375
+    """
+
+    def __init__(self, data: DataDir):
+        self.data = data
+        t = data.table("flexibert")
+        self._table = t
+        self._df: pd.DataFrame | None = None
+        cols = t.to_pydict()
+        self._cols = cols
+        n = t.num_rows
+        self._ids = cols["id"]
+        self._archs = [arch_at(i) for i in cols["space_index"]]
+        self._by_arch = {a: i for i, a in enumerate(self._archs)}
+        self._by_string = {s: i for i, s in enumerate(cols["arch"])}
+        self._by_key = {_release_key_of_arch(a): i for i, a in enumerate(self._archs)}
+        self._results: list[FlexiBERTResult | None] = [None] * n
+        self.budget = Budget()
+        self._nlp: NLPBenchmark | None = None
+        self._codes: np.ndarray | None = None
+        self._surrogate: Any = None
+
+    # -- construction ------------------------------------------------------------------
+    @classmethod
+    def load(
+        cls,
+        path: str | None = None,
+        *,
+        source: Literal["auto", "local", "hub", "release"] = "auto",
+        repo_id: str | None = None,
+        revision: str | None = None,
+        verify: bool = True,
+        progress: bool = True,
+    ) -> "Benchmark":
+        """Load the tables; see :func:`nasbench_bert.tables.resolve` for the search order.
+
+        ``source="hub"`` downloads ``repo_id`` at ``revision`` from the Hugging Face Hub
+        (or ``$HF_ENDPOINT``) into the user cache, verifying every file, and loads it.
+        """
+        allowed = ("auto", "local", "hub", "release")
+        if source not in allowed:
+            raise ValueError(f"source = {source!r} is not allowed; allowed values: {list(allowed)}")
+        if source == "hub":
+            from .hub import download
+
+            return cls(DataDir.open(download(repo_id=repo_id, revision=revision, progress=progress), verify=verify))
+        return cls(resolve(path, build=source in ("auto", "release"), progress=progress, verify=verify))
+
+    # -- container protocol --------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._archs)
+
+    def __iter__(self) -> Iterator[FlexiBERTResult]:
+        return (self._result(i) for i in range(len(self)))
+
+    def __contains__(self, key: Any) -> bool:
+        try:
+            self._row(key)
+        except (InvalidArchitectureError, NotEvaluatedError):
+            return False
+        return True
+
+    def __repr__(self) -> str:
+        return f"<nasbench_bert.Benchmark: {len(self)} FlexiBERT archs from {self.data.path}>"
+
+    @property
+    def archs(self) -> list[Arch]:
+        return list(self._archs)
+
+    # -- key resolution --------------------------------------------------------------------
+    def _row(self, key: Any) -> int:
+        """Row index of ``key`` (id, Arch, canonical string or release dict)."""
+        if isinstance(key, Arch):
+            row = self._by_arch.get(key)
+            if row is None:
+                raise self._not_evaluated(key)
+            return row
+        if _is_int(key):
+            k = int(key)
+            if 0 <= k < len(self._ids) and self._ids[k] == k:
+                return k
+            raise NotEvaluatedError(f"id = {key!r} is not a benchmark id; allowed: integers 0 <= id < {len(self)}")
+        if isinstance(key, str):
+            row = self._by_string.get(key)
+            if row is not None:
+                return row
+            return self._row(Arch.from_string(key))
+        if isinstance(key, Mapping):
+            try:
+                row = self._by_key.get(_release_key(key))
+            except (KeyError, TypeError, AttributeError, _NotFast):
+                row = None
+            if row is not None:
+                return row
+            return self._row(Arch.from_release(key))
+        return self._row(Arch.coerce(key))  # raises InvalidArchitectureError with the forms
+
+    def _not_evaluated(self, arch: Arch) -> NotEvaluatedError:
+        return NotEvaluatedError(
+            f"{arch} is a valid FlexiBERT arch but not one of the {len(self)} evaluated archs (the space has "
+            f"{FLEXIBERT_SPACE.size:,}). Find the closest evaluated ones with bench.nearest(arch), or ask for a "
+            "prediction with bench.query(arch, allow_surrogate=True)."
+        )
+
+    # -- single queries ----------------------------------------------------------------------
+    def _result(self, row: int) -> FlexiBERTResult:
+        r = self._results[row]
+        if r is None:
+            c = self._cols
+            hp = {k[3:]: c[k][row] for k in c if k.startswith("hp_")}
+            hp["model_hparam_overrides"] = self._archs[row].to_release()
+            r = FlexiBERTResult(
+                id=c["id"][row],
+                arch=self._archs[row],
+                scores=MappingProxyType({t: c[t][row] for t in GLUE_TASKS}),
+                glue=c["glue"][row],
+                time_to_train=c["time_to_train"][row],
+                num_params=c["num_params"][row],
+                num_params_seed_compat=c["num_params_seed_compat"][row],
+                pretrain_steps=c["pretrain_steps"][row],
+                hparams=MappingProxyType(hp),
+            )
+            self._results[row] = r
+        return r
+
+    def query(
+        self, arch: ArchLike | int, *, charge: bool = True, steps: int | None = None, allow_surrogate: bool = False
+    ) -> FlexiBERTResult:
+        """The result of ``arch``: an :class:`Arch`, its string, its release dict or an id.
+
+        ``charge`` adds the entry's training time to :attr:`budget`. ``steps`` asks for a
+        point on a learning curve (only for archs in :meth:`curve_ids`). With
+        ``allow_surrogate`` an unevaluated arch gets a surrogate prediction whose
+        ``source`` is ``"surrogate"`` and whose ``std`` is the predictive uncertainty.
+        """
+        try:
+            row = self._row(arch)
+        except NotEvaluatedError:
+            if not allow_surrogate or steps is not None:
+                raise
+            return self._surrogate_result(Arch.coerce(arch))
+        if steps is not None:
+            return self._curve_result(row, steps, charge)
+        r = self._result(row)
+        if charge:
+            self.budget.charge(r.time_to_train)
+        return r
+
+    def reset_budget(self) -> None:
+        self.budget.reset()
+
+    def set_budget(self, seconds: float | None) -> None:
+        """Set (or with ``None`` remove) a limit on simulated training seconds."""
+        if seconds is not None and (not isinstance(seconds, (int, float)) or seconds < 0 or math.isnan(seconds)):
+            raise ValueError(f"budget = {seconds!r} must be a non-negative number of seconds or None")
+        self.budget.limit = None if seconds is None else float(seconds)
+
+    # -- many queries ---------------------------------------------------------------------------
+    def to_pandas(self) -> pd.DataFrame:
+        """The whole FlexiBERT table (a copy you may modify)."""
+        return self._frame().copy()
+
+    def to_arrow(self) -> pa.Table:
+        return self._table
+
+    def _frame(self) -> pd.DataFrame:
+        if self._df is None:
+            self._df = self._table.to_pandas()
+        return self._df
+
+    def query_many(self, archs: Iterable[ArchLike | int], *, missing: Literal["raise", "drop"] = "raise", charge: bool = True) -> pd.DataFrame:
+        """Rows of the table for many keys at once, in the given order."""
+        if missing not in ("raise", "drop"):
+            raise ValueError(f"missing = {missing!r} is not allowed; allowed values: ['raise', 'drop']")
+        rows = []
+        for a in archs:
+            try:
+                rows.append(self._row(a))
+            except NotEvaluatedError:
+                if missing == "raise":
+                    raise
+        idx = np.asarray(rows, dtype=np.int64)
+        if charge and len(idx):
+            total = float(np.asarray(self._cols["time_to_train"])[idx].sum())
+            self.budget.charge(total)
+            self.budget.queries += len(idx) - 1
+        return self._frame().iloc[idx].reset_index(drop=True)
+
+    def sample(self, n: int, seed: int | None = None) -> list[Arch]:
+        """``n`` distinct evaluated archs, uniformly (reproducible from ``seed``)."""
+        if not _is_int(n) or not 0 <= n <= len(self):
+            raise ValueError(f"n = {n!r} must be an integer in [0, {len(self)}]")
+        rng = np.random.default_rng(seed)
+        return [self._archs[i] for i in rng.choice(len(self), size=n, replace=False)]
+
+    def filter(
+        self,
+        *,
+        hidden_size: int | Sequence[int] | None = None,
+        num_layers: int | Sequence[int] | None = None,
+        contains: str | None = None,
+        only: str | None = None,
+        min_params: int | None = None,
+        max_params: int | None = None,
+        semantics: str = "faithful",
+    ) -> pd.DataFrame:
+        """Rows matching every given condition.
+
+        ``contains`` / ``only`` take an operation type (``"SA"``, ``"LT"``, ``"DSC"``) or
+        an operation (``"SA-WMA"``, ``"DSC-9"``): at least one layer / every layer uses it.
+        Parameter bounds use the ``semantics`` count (``faithful`` or ``seed_compat``).
+        """
+        df = self._frame()
+        mask = np.ones(len(df), dtype=bool)
+        for name, val, allowed in (("hidden_size", hidden_size, (128, 256)), ("num_layers", num_layers, (2, 4))):
+            if val is None:
+                continue
+            vals = [val] if _is_int(val) else list(val)
+            bad = [v for v in vals if v not in allowed]
+            if bad:
+                raise ValueError(f"{name} = {bad!r} is not allowed; allowed values: {list(allowed)}")
+            mask &= df[name].isin(vals).to_numpy()
+        for name, op, reducer in (("contains", contains, np.any), ("only", only, np.all)):
+            if op is None:
+                continue
+            hits = self._layer_matches(name, op)
+            present = np.stack([df[f"l{i}_op"].notna().to_numpy() for i in range(4)], axis=1)
+            if reducer is np.all:
+                mask &= np.where(present, hits, True).all(axis=1)
+            else:
+                mask &= (hits & present).any(axis=1)
+        col = {"faithful": "num_params", "seed_compat": "num_params_seed_compat"}.get(semantics)
+        if col is None:
+            raise ValueError(f"semantics = {semantics!r} is not allowed; allowed values: ['faithful', 'seed_compat']")
+        if min_params is not None:
+            mask &= (df[col] >= min_params).to_numpy()
+        if max_params is not None:
+            mask &= (df[col] <= max_params).to_numpy()
+        return df[mask].reset_index(drop=True)
+
+    def _layer_matches(self, name: str, op: str) -> np.ndarray:
+        df = self._frame()
+        allowed = ["SA", "LT", "DSC", "SA-SDP", "SA-WMA", "LT-DFT", "LT-DCT", "DSC-5", "DSC-9"]
+        if not isinstance(op, str) or op.upper() not in allowed:
+            raise ValueError(f"{name} = {op!r} is not allowed; allowed values: {allowed}")
+        t, _, p = op.upper().partition("-")
+        out = []
+        for i in range(4):
+            m = (df[f"l{i}_op"] == t).to_numpy().copy()
+            if p:
+                m &= (df[f"l{i}_param"] == p).to_numpy()
+            out.append(m)
+        return np.stack(out, axis=1)
+
+    # -- neighbourhood ---------------------------------------------------------------------------
+    def _arch_codes(self) -> np.ndarray:
+        if self._codes is None:
+            self._codes = np.stack([_encode(a) for a in self._archs])
+        return self._codes
+
+    def nearest(self, arch: ArchLike, k: int = 5) -> pd.DataFrame:
+        """The ``k`` evaluated archs closest to ``arch`` (fields that differ; see :func:`distance`)."""
+        a = Arch.coerce(arch)
+        d = _distances(_encode(a), self._arch_codes())
+        order = np.lexsort((np.arange(len(d)), d))[:k]
+        out = self._frame().iloc[order].reset_index(drop=True)
+        out.insert(0, "distance", d[order])
+        return out
+
+    # -- learning curves ----------------------------------------------------------------------------
+    def curve_ids(self) -> list[int]:
+        """Ids of the archs that have a learning curve."""
+        return sorted(set(self.data.table("flexibert_curves").column("id").to_pylist()))
+
+    def curve(self, arch: ArchLike | int) -> pd.DataFrame:
+        """GLUE scores after 0, 50,000, ..., 1,000,000 pretraining steps.
+
+        These are separate re-pretraining runs (the paper's train ablation), so their
+        100,000-step point differs from the benchmark's main result by run-to-run noise.
+        """
+        row = self._row(arch)
+        c = self.data.table("flexibert_curves").to_pandas()
+        out = c[c["id"] == self._ids[row]].reset_index(drop=True)
+        if out.empty:
+            raise NotEvaluatedError(
+                f"arch id {self._ids[row]} has no learning curve; archs with curves: {self.curve_ids()}"
+            )
+        return out
+
+    def _curve_result(self, row: int, steps: int, charge: bool) -> FlexiBERTResult:
+        c = self.curve(row)
+        hit = c[c["steps"] == steps]
+        if not _is_int(steps) or hit.empty:
+            raise ValueError(f"steps = {steps!r} is not on the curve; allowed values: {c['steps'].tolist()}")
+        base = self._result(row)
+        rec = hit.iloc[0]
+        r = FlexiBERTResult(
+            id=base.id, arch=base.arch, scores=MappingProxyType({t: float(rec[t]) for t in GLUE_TASKS}),
+            glue=float(rec["glue"]), time_to_train=base.time_to_train * steps / FINAL_STEPS,
+            num_params=base.num_params, num_params_seed_compat=base.num_params_seed_compat,
+            pretrain_steps=int(steps), hparams=base.hparams, source="curve",
+        )
+        if charge:
+            self.budget.charge(r.time_to_train)
+        return r
+
+    # -- surrogate ------------------------------------------------------------------------------------
+    def _surrogate_result(self, arch: Arch) -> FlexiBERTResult:
+        if self._surrogate is None:
+            from .search.surrogate import Surrogate
+
+            self._surrogate = Surrogate.fit(self)
+        return self._surrogate.predict_result(arch)
+
+    # -- coverage and NAS-Bench-NLP ------------------------------------------------------------------
+    def coverage(self) -> dict[str, Any]:
+        """What is evaluated, with curves, with recipes, and which runs diverged."""
+        nlp = self.nlp
+        return {
+            "flexibert_evaluated": len(self),
+            "flexibert_space_size": FLEXIBERT_SPACE.size,
+            "flexibert_curve_ids": self.curve_ids(),
+            "nlp_ptb_runs": len(nlp.ptb),
+            "nlp_ptb_with_recipe": int(nlp.ptb["recipe"].notna().sum()),
+            "nlp_ptb_with_graph2vec": int(nlp.ptb["g2v_0"].notna().sum()),
+            "nlp_wikitext2_runs": len(nlp.wikitext2),
+            "nlp_wikitext2_diverged": nlp.wikitext2.loc[nlp.wikitext2["diverged"], "log_name"].tolist(),
+        }
+
+    @property
+    def nlp(self) -> "NLPBenchmark":
+        """NAS-Bench-NLP (Penn Treebank and WikiText-2), loaded on first access."""
+        if self._nlp is None:
+            self._nlp = NLPBenchmark(self.data, self.budget)
+        return self._nlp
+
+
+class _NotFast(Exception):
+    pass
+
+
+def _release_key(d: Mapping[str, Any]) -> tuple:
+    """A hashable key of a release dict without full validation (fast path only).
+
+    Any irregularity (extra keys, non-int numbers) raises so that the caller falls back
+    to :func:`~nasbench_bert.spaces.flexibert.from_release` and its precise errors.
+    """
+    if len(d) != 2:
+        raise _NotFast
+    h = d["hidden_size"]
+    nas = d["nas_config"]
+    if type(h) is not int or len(nas) != 1:
+        raise _NotFast
+    out = [h]
+    for layer in nas["encoder_layers"]:
+        if len(layer) != 5:
+            raise _NotFast
+        t, p, n, f, k = (layer["operation_type"], layer["operation_parameter"], layer["num_operation_heads"],
+                         layer["feed_forward_dimension"], layer["num_feed_forward"])
+        if type(n) is not int or type(f) is not int or type(k) is not int or type(p) not in (str, int):
+            raise _NotFast
+        out += (t, p, n, f, k)
+    return tuple(out)
+
+
+def _release_key_of_arch(a: Arch) -> tuple:
+    out: list[Any] = [a.hidden_size]
+    for layer in a.layers:
+        out += (getattr(layer, f) for f in LAYER_FIELDS)
+    return tuple(out)
+
+
+_OPS = ["SA-SDP", "SA-WMA", "LT-DFT", "LT-DCT", "DSC-5", "DSC-9"]
+
+
+def _encode(a: Arch) -> np.ndarray:
+    """hidden, depth, then per layer (operation, heads, ff width, ff depth); -1 = absent."""
+    v = np.full(2 + 4 * 4, -1, dtype=np.int64)
+    v[0], v[1] = a.hidden_size, a.num_layers
+    for i, layer in enumerate(a.layers):
+        v[2 + 4 * i : 6 + 4 * i] = (
+            _OPS.index(f"{layer.operation_type}-{layer.operation_parameter}"),
+            layer.num_operation_heads, layer.feed_forward_dimension, layer.num_feed_forward,
+        )
+    return v
+
+
+def _distances(q: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Number of differing fields; a layer present in one arch only counts as 4."""
+    return (codes[:, 0] != q[0]).astype(np.int64) + (codes[:, 2:] != q[2:]).sum(axis=1)
+
+
+# -- NAS-Bench-NLP ---------------------------------------------------------------------------------
+class NLPBenchmark:
+    """NAS-Bench-NLP: 8,794 Penn Treebank runs and 345 WikiText-2 runs.
+
+    Keys: a recipe id (int), a log name (``log_stats_model_....json``), or a recipe (dict,
+    JSON string or :class:`~nasbench_bert.spaces.Recipe`), matched up to renaming of
+    intermediate nodes. PTB recipes are public only for the 275 PTB runs whose recipe id
+    also has a WikiText-2 log.
+    """
+
+    def __init__(self, data: DataDir, budget: Budget | None = None):
+        self.data = data
+        self.budget = budget or Budget()
+        self._frames: dict[str, pd.DataFrame] = {}
+        self._index: dict[str, dict[str, dict[Any, list[int]]]] = {}
+
+    def _df(self, dataset: str) -> pd.DataFrame:
+        if dataset not in NLP_DATASETS:
+            raise ValueError(f"dataset = {dataset!r} is not allowed; allowed values: {list(NLP_DATASETS)}")
+        if dataset not in self._frames:
+            df = self.data.table("nlp_ptb" if dataset == "ptb" else "nlp_wikitext2").to_pandas()
+            self._frames[dataset] = df
+            idx: dict[str, dict[Any, list[int]]] = {"recipe_id": {}, "log_name": {}, "recipe_hash": {}}
+            for col in idx:
+                for i, v in enumerate(df[col].tolist()):
+                    if v is not None:
+                        idx[col].setdefault(v, []).append(i)
+            self._index[dataset] = idx
+        return self._frames[dataset]
+
+    @property
+    def ptb(self) -> pd.DataFrame:
+        return self._df("ptb")
+
+    @property
+    def wikitext2(self) -> pd.DataFrame:
+        return self._df("wikitext2")
+
+    def __len__(self) -> int:
+        return len(self.ptb)
+
+    def _rows(self, key: Any, dataset: str) -> list[int]:
+        df = self._df(dataset)
+        idx = self._index[dataset]
+        n_known = int(df["recipe"].notna().sum())
+        if _is_int(key):
+            rows = idx["recipe_id"].get(int(key))
+            what = f"recipe_id {key}"
+        elif isinstance(key, str) and key.startswith("log_stats_model_"):
+            rows = idx["log_name"].get(key)
+            what = f"log {key!r}"
+        elif isinstance(key, (str, bytes, Mapping, Recipe)):
+            recipe = parse_recipe(key)
+            h = recipe_hash(recipe)
+            rows = [i for i in idx["recipe_hash"].get(h, []) if isomorphic(recipe, df["recipe"].iat[i])]
+            what = f"this recipe (hash {h})"
+        else:
+            raise InvalidArchitectureError(
+                f"cannot interpret {type(key).__name__} as a NAS-Bench-NLP key; expected a recipe id (int), "
+                "a log name ('log_stats_model_...json') or a recipe (dict or JSON string)"
+            )
+        if not rows:
+            raise NotEvaluatedError(
+                f"{what} has no {dataset} run. {dataset} holds {len(df):,} runs, {n_known:,} of them with a public "
+                f"recipe; list them with bench.nlp.{dataset}"
+            )
+        return rows
+
+    def query(self, key: Any, dataset: Literal["ptb", "wikitext2"] = "ptb", *, charge: bool = True) -> NLPResult:
+        """The run of ``key`` on ``dataset``.
+
+        When several runs match (the same cell sampled twice, or repeated training),
+        the earliest log is returned and :attr:`NLPResult.other_runs` names the rest;
+        :meth:`query_all` returns them all.
+        """
+        rows = self._rows(key, dataset)
+        r = self._result(dataset, rows[0], tuple(self._df(dataset)["log_name"].iat[i] for i in rows[1:]))
+        if charge and r.wall_time is not None:
+            self.budget.charge(r.wall_time)
+        return r
+
+    def query_all(self, key: Any, dataset: Literal["ptb", "wikitext2"] = "ptb") -> list[NLPResult]:
+        return [self._result(dataset, i) for i in self._rows(key, dataset)]
+
+    def _result(self, dataset: str, i: int, others: tuple[str, ...] = ()) -> NLPResult:
+        row = self._df(dataset).iloc[i]
+        recipe = json.loads(row["recipe"]) if isinstance(row["recipe"], str) else None
+        if dataset == "ptb":
+            from .tables import NLP_PROXY_COLUMNS
+
+            return NLPResult(
+                dataset="ptb", log_name=row["log_name"], recipe_id=int(row["recipe_id"]),
+                test_loss=float(row["test_loss"]),
+                num_params=None if pd.isna(row["num_params"]) else int(row["num_params"]),
+                diverged=bool(np.isnan(row["test_loss"])), status="OK" if not np.isnan(row["test_loss"]) else "missing",
+                recipe=recipe, perplexity=float(row["perplexity"]), bits_per_word=float(row["bits_per_word"]),
+                proxies=MappingProxyType({c: float(row[c]) for c in NLP_PROXY_COLUMNS.values()}), other_runs=others,
+            )
+        return NLPResult(
+            dataset="wikitext2", log_name=row["log_name"], recipe_id=int(row["recipe_id"]),
+            test_loss=float(row["final_test_loss"]), num_params=int(row["num_params"]),
+            diverged=bool(row["diverged"]), status=row["status"], recipe=recipe,
+            perplexity=float(np.exp(row["final_test_loss"])), bits_per_word=float(row["final_test_loss"] / np.log(2)),
+            curves=MappingProxyType({k: tuple(float(v) for v in row[k]) for k in ("train_losses", "val_losses", "test_losses", "wall_times")}),
+            hparams=MappingProxyType({c[3:]: (v.item() if hasattr(v, "item") else v) for c, v in row.items() if c.startswith("hp_")}),
+            wall_time=float(row["total_wall_time"]), other_runs=others,
+        )

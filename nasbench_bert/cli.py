@@ -1,0 +1,170 @@
+"""The ``nasbench-bert`` command line: info, query, sample, export, build-data."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from .benchmark import Benchmark
+from .errors import NasBenchError
+
+console = Console()
+
+
+def _bench(args: argparse.Namespace) -> Benchmark:
+    return Benchmark.load(args.data, progress=not args.quiet)
+
+
+def cmd_info(args: argparse.Namespace) -> None:
+    bench = _bench(args)
+    cov = bench.coverage()
+    t = Table(title=f"nasbench-bert tables in {bench.data.path}")
+    for c in ("table", "rows", "columns", "sha256"):
+        t.add_column(c)
+    for name, meta in sorted(bench.data.manifest["tables"].items()):
+        t.add_row(name, f"{meta['rows']:,}", str(len(meta["columns"])), meta["sha256"][:16])
+    console.print(t)
+    df = bench.to_pandas()
+    s = Table(title="FlexiBERT summary (GLUE dev, mean of 8 tasks)")
+    for c in ("hidden", "layers", "archs", "GLUE mean", "GLUE best", "params (faithful, M)"):
+        s.add_column(c)
+    for (h, n), g in df.groupby(["hidden_size", "num_layers"]):
+        s.add_row(str(h), str(n), str(len(g)), f"{g.glue.mean():.2f}", f"{g.glue.max():.2f}", f"{g.num_params.mean() / 1e6:.2f}")
+    console.print(s)
+    console.print(
+        f"space size {cov['flexibert_space_size']:,}; curves for ids {cov['flexibert_curve_ids']}\n"
+        f"NAS-Bench-NLP: {cov['nlp_ptb_runs']:,} PTB runs ({cov['nlp_ptb_with_recipe']} with public recipe), "
+        f"best test loss {bench.nlp.ptb.test_loss.min():.4f}; {cov['nlp_wikitext2_runs']} WikiText-2 runs, "
+        f"{len(cov['nlp_wikitext2_diverged'])} diverged"
+    )
+
+
+def cmd_query(args: argparse.Namespace) -> None:
+    bench = _bench(args)
+    if args.nlp:
+        key: object = int(args.arch) if args.arch.isdigit() else args.arch
+        r = bench.nlp.query(key, args.dataset, charge=False)
+        d = r.to_dict()
+        d.pop("curves")
+    else:
+        key = int(args.arch) if args.arch.isdigit() else (json.loads(args.arch) if args.arch.lstrip().startswith("{") else args.arch)
+        d = bench.query(key, charge=False, allow_surrogate=args.surrogate).to_dict()
+    if args.json:
+        print(json.dumps(d, indent=2, default=str))
+        return
+    t = Table(show_header=False)
+    for k, v in d.items():
+        t.add_row(k, json.dumps(v, default=str) if isinstance(v, (dict, list)) else str(v))
+    console.print(t)
+
+
+def cmd_sample(args: argparse.Namespace) -> None:
+    from .spaces.flexibert import FLEXIBERT_SPACE
+
+    if args.space:
+        for a in FLEXIBERT_SPACE.sample(args.n, args.seed):
+            print(a)
+        return
+    bench = _bench(args)
+    df = bench.query_many(bench.sample(args.n, args.seed), charge=False)
+    t = Table()
+    for c in ("id", "arch", "glue", "num_params"):
+        t.add_column(c)
+    for r in df.itertuples():
+        t.add_row(str(r.id), r.arch, f"{r.glue:.3f}", f"{r.num_params:,}")
+    console.print(t)
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    bench = _bench(args)
+    name = args.table
+    df = bench.to_pandas() if name == "flexibert" else bench.data.table(name).to_pandas()
+    out = Path(args.out)
+    if out.suffix not in (".csv", ".parquet"):
+        raise SystemExit(f"--out must end in .csv or .parquet, got {out.name!r}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # write beside the target and rename, so a failed export leaves no partial file
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".part")
+    os.close(fd)
+    try:
+        if out.suffix == ".csv":
+            df.to_csv(tmp, index=False)
+        else:
+            df.to_parquet(tmp, index=False)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    console.print(f"wrote {len(df):,} rows of {name} to {out}")
+
+
+def cmd_build_data(args: argparse.Namespace) -> None:
+    from builders.release import build_tables
+
+    from .tables import checkout_root, release_dirs, user_cache_dir
+
+    src = args.release or next((str(p) for p in release_dirs() if (p / "training-free-nas").is_dir()), "github")
+    root = checkout_root()
+    out = args.out or (str(root / "data") if root else str(user_cache_dir()))
+    path = build_tables(src, out, progress=not args.quiet)
+    console.print(f"built tables from {src} into {path}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .tables import TABLES
+
+    ap = argparse.ArgumentParser(prog="nasbench-bert", description="Query the FlexiBERT and NAS-Bench-NLP benchmarks")
+    ap.add_argument("--data", default=None, help="data directory (default: see README, 'Where the data comes from')")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("info", help="tables, coverage and a summary of both benchmarks").set_defaults(fn=cmd_info)
+    q = sub.add_parser("query", help="look up one arch (id, canonical string or release JSON) or NAS-Bench-NLP run")
+    q.add_argument("arch")
+    q.add_argument("--nlp", action="store_true", help="query NAS-Bench-NLP (recipe id, log name or recipe JSON)")
+    q.add_argument("--dataset", default="ptb", choices=["ptb", "wikitext2"])
+    q.add_argument("--surrogate", action="store_true", help="predict unevaluated archs with the surrogate")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(fn=cmd_query)
+    s = sub.add_parser("sample", help="sample evaluated archs (or, with --space, from the whole space)")
+    s.add_argument("-n", type=int, default=5)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--space", action="store_true")
+    s.set_defaults(fn=cmd_sample)
+    e = sub.add_parser("export", help="export a table to CSV or parquet")
+    e.add_argument("table", choices=sorted(TABLES))
+    e.add_argument("--out", required=True)
+    e.set_defaults(fn=cmd_export)
+    b = sub.add_parser("build-data", help="build the tables from the release files (folder, URL or 'github')")
+    b.add_argument("--release", default=None)
+    b.add_argument("--out", default=None)
+    b.set_defaults(fn=cmd_build_data)
+    _register_optional(sub)
+    args = ap.parse_args(argv)
+    try:
+        args.fn(args)
+    except (NasBenchError, ValueError, FileNotFoundError) as e:
+        console.print(f"[red]error:[/red] {e}")
+        return 2
+    return 0
+
+
+def _register_optional(sub: argparse._SubParsersAction) -> None:
+    """Subcommands of subpackages (hub, search, ...) register themselves here."""
+    for mod in ("nasbench_bert.hub", "nasbench_bert.search.cli"):
+        try:
+            m = __import__(mod, fromlist=["register_cli"])
+        except ImportError:
+            continue
+        m.register_cli(sub)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
