@@ -54,6 +54,7 @@ class FlexiBERTResult:
     hparams: Mapping[str, Any]
     source: str = "bundled"
     std: float | None = None  # surrogate predictions: predictive std of `glue`
+    other_ids: tuple[int, ...] = ()  # the same arch trained again under other ids
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -146,9 +147,14 @@ class Benchmark:
         n = t.num_rows
         self._ids = cols["id"]
         self._archs = [arch_at(i) for i in cols["space_index"]]
-        self._by_arch = {a: i for i, a in enumerate(self._archs)}
-        self._by_string = {s: i for i, s in enumerate(cols["arch"])}
-        self._by_key = {_release_key_of_arch(a): i for i, a in enumerate(self._archs)}
+        # 9 archs were sampled twice among the 500 ids: an arch key resolves to the lowest
+        # id and its result names the repeats (query_all returns every run)
+        self._runs: dict[Arch, list[int]] = {}
+        for i, a in enumerate(self._archs):
+            self._runs.setdefault(a, []).append(i)
+        self._by_arch = {a: rows[0] for a, rows in self._runs.items()}
+        self._by_string = {str(a): i for a, i in self._by_arch.items()}
+        self._by_key = {_release_key_of_arch(a): i for a, i in self._by_arch.items()}
         self._results: list[FlexiBERTResult | None] = [None] * n
         self.budget = Budget()
         self._nlp: NLPBenchmark | None = None
@@ -254,6 +260,7 @@ class Benchmark:
                 num_params_seed_compat=c["num_params_seed_compat"][row],
                 pretrain_steps=c["pretrain_steps"][row],
                 hparams=MappingProxyType(hp),
+                other_ids=tuple(c["id"][j] for j in self._runs[self._archs[row]] if j != row),
             )
             self._results[row] = r
         return r
@@ -280,6 +287,21 @@ class Benchmark:
         if charge:
             self.budget.charge(r.time_to_train)
         return r
+
+    def query_all(self, arch: ArchLike | int) -> list[FlexiBERTResult]:
+        """Every run of ``arch`` (two for the 9 archs the benchmark trained twice)."""
+        row = self._row(arch)
+        return [self._result(j) for j in self._runs[self._archs[row]]]
+
+    def repeats(self) -> pd.DataFrame:
+        """The archs trained more than once: their ids and GLUE scores (a noise floor)."""
+        df = self._frame()
+        groups = [rows for rows in self._runs.values() if len(rows) > 1]
+        return pd.DataFrame(
+            {"arch": [str(self._archs[g[0]]) for g in groups],
+             "ids": [tuple(df["id"].iloc[g]) for g in groups],
+             "glue": [tuple(df["glue"].iloc[g]) for g in groups]}
+        )
 
     def reset_budget(self) -> None:
         self.budget.reset()

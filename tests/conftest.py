@@ -1,0 +1,54 @@
+"""Shared fixtures: tests read the release files from ../shared/upstream and build
+their own tables into a temporary folder, so they never depend on the checkout's data/."""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+UPSTREAM = Path(os.environ.get("NASBENCH_BERT_RELEASE", ROOT.parent / "shared" / "upstream"))
+TFN = UPSTREAM / "training-free-nas" / "data"
+NLP = UPSTREAM / "nas-bench-nlp"
+
+
+def pytest_configure(config):
+    if not (TFN / "BERT_benchmark.json").is_file():
+        raise pytest.UsageError(f"release files not found in {UPSTREAM}; set NASBENCH_BERT_RELEASE")
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory) -> Path:
+    from builders.release import build_tables
+
+    out = tmp_path_factory.mktemp("data")
+    build_tables(UPSTREAM, out, progress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def bench(data_dir):
+    from nasbench_bert import Benchmark
+
+    return Benchmark.load(str(data_dir))
+
+
+@pytest.fixture(scope="session")
+def release_entries() -> list[dict]:
+    return json.loads((TFN / "BERT_benchmark.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def wt2_logs() -> list[dict]:
+    logs = []
+    with zipfile.ZipFile(NLP / "train_logs_wikitext-2" / "logs.zip") as z:
+        for name in sorted(z.namelist()):
+            if name.endswith(".json"):
+                d = json.loads(z.read(name))
+                d["_log_name"] = Path(name).name
+                logs.append(d)
+    return logs
