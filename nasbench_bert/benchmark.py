@@ -32,7 +32,7 @@ import pyarrow as pa
 from .errors import InvalidArchitectureError, NotEvaluatedError, OutOfBudgetError
 from .spaces.flexibert import FLEXIBERT_SPACE, LAYER_FIELDS, Arch, ArchLike, arch_at
 from .spaces.nlp import Recipe, isomorphic, parse_recipe, recipe_hash
-from .tables import GLUE_TASKS, DataDir, resolve
+from .tables import GLUE_TASKS, NLP_PROXY_COLUMNS, DataDir, resolve
 
 FINAL_STEPS = 100_000
 NLP_DATASETS: tuple[str, ...] = ("ptb", "wikitext2")
@@ -53,7 +53,6 @@ class FlexiBERTResult:
     pretrain_steps: int
     hparams: Mapping[str, Any]
     source: str = "bundled"
-    std: float | None = None  # surrogate predictions: predictive std of `glue`
     other_ids: tuple[int, ...] = ()  # the same arch trained again under other ids
 
     def to_dict(self) -> dict[str, Any]:
@@ -159,7 +158,6 @@ class Benchmark:
         self.budget = Budget()
         self._nlp: NLPBenchmark | None = None
         self._codes: np.ndarray | None = None
-        self._surrogate: Any = None
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -239,8 +237,7 @@ class Benchmark:
     def _not_evaluated(self, arch: Arch) -> NotEvaluatedError:
         return NotEvaluatedError(
             f"{arch} is a valid FlexiBERT arch but not one of the {len(self)} evaluated archs (the space has "
-            f"{FLEXIBERT_SPACE.size:,}). Find the closest evaluated ones with bench.nearest(arch), or ask for a "
-            "prediction with bench.query(arch, allow_surrogate=True)."
+            f"{FLEXIBERT_SPACE.size:,}). Find the closest evaluated ones with bench.nearest(arch)."
         )
 
     # -- single queries ----------------------------------------------------------------------
@@ -265,22 +262,14 @@ class Benchmark:
             self._results[row] = r
         return r
 
-    def query(
-        self, arch: ArchLike | int, *, charge: bool = True, steps: int | None = None, allow_surrogate: bool = False
-    ) -> FlexiBERTResult:
+    def query(self, arch: ArchLike | int, *, charge: bool = True, steps: int | None = None) -> FlexiBERTResult:
         """The result of ``arch``: an :class:`Arch`, its string, its release dict or an id.
 
         ``charge`` adds the entry's training time to :attr:`budget`. ``steps`` asks for a
-        point on a learning curve (only for archs in :meth:`curve_ids`). With
-        ``allow_surrogate`` an unevaluated arch gets a surrogate prediction whose
-        ``source`` is ``"surrogate"`` and whose ``std`` is the predictive uncertainty.
+        point on a learning curve (only for archs in :meth:`curve_ids`). An arch that is
+        valid but was never trained raises :class:`~nasbench_bert.NotEvaluatedError`.
         """
-        try:
-            row = self._row(arch)
-        except NotEvaluatedError:
-            if not allow_surrogate or steps is not None:
-                raise
-            return self._surrogate_result(Arch.coerce(arch))
+        row = self._row(arch)
         if steps is not None:
             return self._curve_result(row, steps, charge)
         r = self._result(row)
@@ -461,14 +450,6 @@ class Benchmark:
             self.budget.charge(r.time_to_train)
         return r
 
-    # -- surrogate ------------------------------------------------------------------------------------
-    def _surrogate_result(self, arch: Arch) -> FlexiBERTResult:
-        if self._surrogate is None:
-            from .search.surrogate import Surrogate
-
-            self._surrogate = Surrogate.fit(self)
-        return self._surrogate.predict_result(arch)
-
     # -- coverage and NAS-Bench-NLP ------------------------------------------------------------------
     def coverage(self) -> dict[str, Any]:
         """What is evaluated, with curves, with recipes, and which runs diverged."""
@@ -561,14 +542,18 @@ class NLPBenchmark:
         self.data = data
         self.budget = budget or Budget()
         self._frames: dict[str, pd.DataFrame] = {}
+        self._cols: dict[str, dict[str, list[Any]]] = {}
+        self._results: dict[tuple[str, int, tuple[str, ...]], NLPResult] = {}
         self._index: dict[str, dict[str, dict[Any, list[int]]]] = {}
 
     def _df(self, dataset: str) -> pd.DataFrame:
         if dataset not in NLP_DATASETS:
             raise ValueError(f"dataset = {dataset!r} is not allowed; allowed values: {list(NLP_DATASETS)}")
         if dataset not in self._frames:
-            df = self.data.table("nlp_ptb" if dataset == "ptb" else "nlp_wikitext2").to_pandas()
+            t = self.data.table("nlp_ptb" if dataset == "ptb" else "nlp_wikitext2")
+            df = t.to_pandas()
             self._frames[dataset] = df
+            self._cols[dataset] = t.to_pydict()
             idx: dict[str, dict[Any, list[int]]] = {"recipe_id": {}, "log_name": {}, "recipe_hash": {}}
             for col in idx:
                 for i, v in enumerate(df[col].tolist()):
@@ -591,7 +576,6 @@ class NLPBenchmark:
     def _rows(self, key: Any, dataset: str) -> list[int]:
         df = self._df(dataset)
         idx = self._index[dataset]
-        n_known = int(df["recipe"].notna().sum())
         if _is_int(key):
             rows = idx["recipe_id"].get(int(key))
             what = f"recipe_id {key}"
@@ -601,7 +585,7 @@ class NLPBenchmark:
         elif isinstance(key, (str, bytes, Mapping, Recipe)):
             recipe = parse_recipe(key)
             h = recipe_hash(recipe)
-            rows = [i for i in idx["recipe_hash"].get(h, []) if isomorphic(recipe, df["recipe"].iat[i])]
+            rows = [i for i in idx["recipe_hash"].get(h, []) if isomorphic(recipe, self._cols[dataset]["recipe"][i])]
             what = f"this recipe (hash {h})"
         else:
             raise InvalidArchitectureError(
@@ -609,6 +593,7 @@ class NLPBenchmark:
                 "a log name ('log_stats_model_...json') or a recipe (dict or JSON string)"
             )
         if not rows:
+            n_known = int(df["recipe"].notna().sum())
             raise NotEvaluatedError(
                 f"{what} has no {dataset} run. {dataset} holds {len(df):,} runs, {n_known:,} of them with a public "
                 f"recipe; list them with bench.nlp.{dataset}"
@@ -623,7 +608,8 @@ class NLPBenchmark:
         :meth:`query_all` returns them all.
         """
         rows = self._rows(key, dataset)
-        r = self._result(dataset, rows[0], tuple(self._df(dataset)["log_name"].iat[i] for i in rows[1:]))
+        names = self._cols[dataset]["log_name"]
+        r = self._result(dataset, rows[0], tuple(names[i] for i in rows[1:]) if len(rows) > 1 else ())
         if charge and r.wall_time is not None:
             self.budget.charge(r.wall_time)
         return r
@@ -632,25 +618,30 @@ class NLPBenchmark:
         return [self._result(dataset, i) for i in self._rows(key, dataset)]
 
     def _result(self, dataset: str, i: int, others: tuple[str, ...] = ()) -> NLPResult:
-        row = self._df(dataset).iloc[i]
-        recipe = json.loads(row["recipe"]) if isinstance(row["recipe"], str) else None
+        key = (dataset, i, others)
+        r = self._results.get(key)
+        if r is not None:
+            return r
+        c = self._cols[dataset]
+        recipe = json.loads(c["recipe"][i]) if c["recipe"][i] is not None else None
         if dataset == "ptb":
-            from .tables import NLP_PROXY_COLUMNS
-
-            return NLPResult(
-                dataset="ptb", log_name=row["log_name"], recipe_id=int(row["recipe_id"]),
-                test_loss=float(row["test_loss"]),
-                num_params=None if pd.isna(row["num_params"]) else int(row["num_params"]),
-                diverged=bool(np.isnan(row["test_loss"])), status="OK" if not np.isnan(row["test_loss"]) else "missing",
-                recipe=recipe, perplexity=float(row["perplexity"]), bits_per_word=float(row["bits_per_word"]),
-                proxies=MappingProxyType({c: float(row[c]) for c in NLP_PROXY_COLUMNS.values()}), other_runs=others,
+            loss = c["test_loss"][i]
+            r = NLPResult(
+                dataset="ptb", log_name=c["log_name"][i], recipe_id=c["recipe_id"][i], test_loss=loss,
+                num_params=c["num_params"][i], diverged=math.isnan(loss), status="OK" if not math.isnan(loss) else "missing",
+                recipe=recipe, perplexity=c["perplexity"][i], bits_per_word=c["bits_per_word"][i],
+                proxies=MappingProxyType({k: c[k][i] for k in NLP_PROXY_COLUMNS.values()}), other_runs=others,
             )
-        return NLPResult(
-            dataset="wikitext2", log_name=row["log_name"], recipe_id=int(row["recipe_id"]),
-            test_loss=float(row["final_test_loss"]), num_params=int(row["num_params"]),
-            diverged=bool(row["diverged"]), status=row["status"], recipe=recipe,
-            perplexity=float(np.exp(row["final_test_loss"])), bits_per_word=float(row["final_test_loss"] / np.log(2)),
-            curves=MappingProxyType({k: tuple(float(v) for v in row[k]) for k in ("train_losses", "val_losses", "test_losses", "wall_times")}),
-            hparams=MappingProxyType({c[3:]: (v.item() if hasattr(v, "item") else v) for c, v in row.items() if c.startswith("hp_")}),
-            wall_time=float(row["total_wall_time"]), other_runs=others,
-        )
+        else:
+            loss = c["final_test_loss"][i]
+            r = NLPResult(
+                dataset="wikitext2", log_name=c["log_name"][i], recipe_id=c["recipe_id"][i], test_loss=loss,
+                num_params=c["num_params"][i], diverged=c["diverged"][i], status=c["status"][i], recipe=recipe,
+                perplexity=math.exp(loss) if not math.isnan(loss) else math.nan,
+                bits_per_word=loss / math.log(2),
+                curves=MappingProxyType({k: tuple(c[k][i]) for k in ("train_losses", "val_losses", "test_losses", "wall_times")}),
+                hparams=MappingProxyType({k[3:]: c[k][i] for k in c if k.startswith("hp_")}),
+                wall_time=c["total_wall_time"][i], other_runs=others,
+            )
+        self._results[key] = r
+        return r

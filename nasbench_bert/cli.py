@@ -56,7 +56,7 @@ def cmd_query(args: argparse.Namespace) -> None:
         d.pop("curves")
     else:
         key = int(args.arch) if args.arch.isdigit() else (json.loads(args.arch) if args.arch.lstrip().startswith("{") else args.arch)
-        d = bench.query(key, charge=False, allow_surrogate=args.surrogate).to_dict()
+        d = bench.query(key, charge=False).to_dict()
     if args.json:
         print(json.dumps(d, indent=2, default=str))
         return
@@ -130,7 +130,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     q.add_argument("arch")
     q.add_argument("--nlp", action="store_true", help="query NAS-Bench-NLP (recipe id, log name or recipe JSON)")
     q.add_argument("--dataset", default="ptb", choices=["ptb", "wikitext2"])
-    q.add_argument("--surrogate", action="store_true", help="predict unevaluated archs with the surrogate")
     q.add_argument("--json", action="store_true")
     q.set_defaults(fn=cmd_query)
     s = sub.add_parser("sample", help="sample evaluated archs (or, with --space, from the whole space)")
