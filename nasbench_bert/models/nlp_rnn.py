@@ -1,0 +1,124 @@
+"""NAS-Bench-NLP language models: any valid recipe as a recurrent cell.
+
+Embedding 400 -> three stacked recipe cells (hidden 600, 600, 400) -> decoder tied to
+the embedding (it adds only its bias). With these shapes the parameter count equals the
+``num_params`` of every WikiText-2 log (vocab 33,278) and, with vocab 10,000, the PTB
+counts of ``RNN_parameters.csv``.
+
+``forward(..., return_states=True)`` also returns, per layer, the cell's *incoming*
+state ``h_prev_0`` at every step and its outputs - what the hidden-covariance proxy
+reads - so no monkey-patching is needed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..sizes import NLP_EMBEDDING, NLP_HIDDEN
+from ..spaces.nlp import Recipe, parse_recipe
+
+_ACT = {"activation_tanh": torch.tanh, "activation_sigm": torch.sigmoid, "activation_leaky_relu": F.leaky_relu}
+
+
+class RecipeCell(nn.Module):
+    """One recurrent cell computed from a recipe DAG.
+
+    Each ``linear`` node has one weight matrix per input and a single bias, as in
+    NAS-Bench-NLP; every state ``h_prev_i`` / ``h_new_i`` has the cell's hidden size.
+    """
+
+    def __init__(self, recipe: Recipe, input_size: int, hidden_size: int):
+        super().__init__()
+        self.recipe, self.input_size, self.hidden_size = recipe, input_size, hidden_size
+        self.num_states = recipe.num_states
+        spec = {name: (op, inputs) for name, op, inputs in recipe.nodes}
+        g = nx.DiGraph()
+        g.add_nodes_from(spec)
+        g.add_edges_from((i, n) for n, (_, inp) in spec.items() for i in inp if i in spec)
+        self.order = list(nx.lexicographical_topological_sort(g))
+        self.spec = spec
+        self.weights = nn.ModuleDict()
+        for name in self.order:
+            op, inputs = spec[name]
+            if op == "linear":
+                self.weights[name] = nn.ModuleList(
+                    nn.Linear(input_size if i == "x" else hidden_size, hidden_size, bias=(j == 0))
+                    for j, i in enumerate(inputs)
+                )
+
+    def forward(self, x: torch.Tensor, states: list[torch.Tensor]) -> list[torch.Tensor]:
+        values: dict[str, torch.Tensor] = {"x": x}
+        for i, s in enumerate(states):
+            values[f"h_prev_{i}"] = s
+        for name in self.order:
+            op, inputs = self.spec[name]
+            args = [values[i] for i in inputs]
+            if op == "linear":
+                out = sum(lin(a) for lin, a in zip(self.weights[name], args))
+            elif op == "blend":
+                out = args[0] * args[1] + (1 - args[0]) * args[2]
+            elif op == "elementwise_prod":
+                out = args[0]
+                for a in args[1:]:
+                    out = out * a
+            elif op == "elementwise_sum":
+                out = sum(args[1:], args[0])
+            else:
+                out = _ACT[op](args[0])
+            values[name] = out
+        return [values[f"h_new_{i}"] for i in range(self.num_states)]
+
+
+class RecipeLM(nn.Module):
+    """The NAS-Bench-NLP language model (no dropout: it is used for proxies and counts)."""
+
+    def __init__(self, recipe: Any, vocab_size: int):
+        super().__init__()
+        r = parse_recipe(recipe)
+        self.recipe, self.vocab_size = r, vocab_size
+        self.embedding = nn.Embedding(vocab_size, NLP_EMBEDDING)
+        sizes = [NLP_EMBEDDING, *NLP_HIDDEN]
+        self.cells = nn.ModuleList(RecipeCell(r, i, h) for i, h in zip(sizes[:-1], sizes[1:]))
+        self.decoder = nn.Linear(NLP_EMBEDDING, vocab_size)
+        self.decoder.weight = self.embedding.weight  # tied
+
+    def init_states(self, batch: int, device: torch.device | None = None) -> list[list[torch.Tensor]]:
+        return [[torch.zeros(batch, c.hidden_size, device=device) for _ in range(c.num_states)] for c in self.cells]
+
+    def forward(self, tokens: torch.Tensor, states: list[list[torch.Tensor]] | None = None,
+                return_states: bool = False) -> Any:
+        """``tokens`` is (T, B). Returns logits (T, B, vocab), final states, and with
+        ``return_states`` a dict of per-layer ``incoming`` (T, B, H) h_prev_0 and
+        ``outputs`` (T, B, H)."""
+        T, B = tokens.shape
+        states = states or self.init_states(B, tokens.device)
+        x = self.embedding(tokens)
+        incoming: list[torch.Tensor] = []
+        outputs: list[torch.Tensor] = []
+        new_states = []
+        for cell, st in zip(self.cells, states):
+            inc, outs = [], []
+            for t in range(T):
+                inc.append(st[0])
+                st = cell(x[t], st)
+                outs.append(st[0])
+            x = torch.stack(outs)
+            incoming.append(torch.stack(inc))
+            outputs.append(x)
+            new_states.append(st)
+        logits = self.decoder(x)
+        if return_states:
+            return logits, new_states, {"incoming": incoming, "outputs": outputs}
+        return logits, new_states
+
+
+def build_nlp_rnn(recipe: Any, vocab_size: int) -> RecipeLM:
+    """The NAS-Bench-NLP language model of ``recipe`` (PTB: 10,000; WikiText-2: 33,278)."""
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 1:
+        raise ValueError(f"vocab_size = {vocab_size!r} must be a positive integer (PTB 10000, WikiText-2 33278)")
+    return RecipeLM(recipe, vocab_size)
