@@ -384,12 +384,18 @@ def main(argv: Iterable[str] | None = None) -> None:
     ap.add_argument("--release", default=None, help="release folder, base URL, or 'github'")
     ap.add_argument("--out", default=None, help="data directory (default: the checkout's data/)")
     a = ap.parse_args(list(argv) if argv is not None else None)
+    src, out = default_locations(a.release, a.out)
+    print(build_tables(src, out))
+
+
+def default_locations(release: str | None, out: str | None) -> tuple[str, str]:
+    """Release source and output dir, defaulting to the first local release folder (else
+    'github') and to the checkout's data/ (else the user cache)."""
     from nasbench_bert.tables import checkout_root, release_dirs, user_cache_dir
 
-    src = a.release or next((str(p) for p in release_dirs() if (p / "training-free-nas").is_dir()), "github")
+    src = release or next((str(p) for p in release_dirs() if (p / "training-free-nas").is_dir()), "github")
     root = checkout_root()
-    out = a.out or (str(root / "data") if root else str(user_cache_dir()))
-    print(build_tables(src, out))
+    return src, out or (str(root / "data") if root else str(user_cache_dir()))
 
 
 if __name__ == "__main__":

@@ -165,25 +165,19 @@ class Benchmark:
         cls,
         path: str | None = None,
         *,
-        source: Literal["auto", "local", "hub", "release"] = "auto",
-        repo_id: str | None = None,
-        revision: str | None = None,
+        source: Literal["auto", "local"] = "auto",
         verify: bool = True,
         progress: bool = True,
     ) -> "Benchmark":
         """Load the tables; see :func:`nasbench_bert.tables.resolve` for the search order.
 
-        ``source="hub"`` downloads ``repo_id`` at ``revision`` from the Hugging Face Hub
-        (or ``$HF_ENDPOINT``) into the user cache, verifying every file, and loads it.
+        ``source="local"`` only looks for built tables; ``"auto"`` also builds them from
+        release files when none are found.
         """
-        allowed = ("auto", "local", "hub", "release")
+        allowed = ("auto", "local")
         if source not in allowed:
             raise ValueError(f"source = {source!r} is not allowed; allowed values: {list(allowed)}")
-        if source == "hub":
-            from .hub import download
-
-            return cls(DataDir.open(download(repo_id=repo_id, revision=revision, progress=progress), verify=verify))
-        return cls(resolve(path, build=source in ("auto", "release"), progress=progress, verify=verify))
+        return cls(resolve(path, build=source == "auto", progress=progress, verify=verify))
 
     # -- container protocol --------------------------------------------------------------
     def __len__(self) -> int:

@@ -107,13 +107,9 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 
 def cmd_build_data(args: argparse.Namespace) -> None:
-    from builders.release import build_tables
+    from builders.release import build_tables, default_locations
 
-    from .tables import checkout_root, release_dirs, user_cache_dir
-
-    src = args.release or next((str(p) for p in release_dirs() if (p / "training-free-nas").is_dir()), "github")
-    root = checkout_root()
-    out = args.out or (str(root / "data") if root else str(user_cache_dir()))
+    src, out = default_locations(args.release, args.out)
     path = build_tables(src, out, progress=not args.quiet)
     console.print(f"built tables from {src} into {path}")
 
@@ -145,7 +141,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     b.add_argument("--release", default=None)
     b.add_argument("--out", default=None)
     b.set_defaults(fn=cmd_build_data)
-    _register_optional(sub)
     args = ap.parse_args(argv)
     try:
         args.fn(args)
@@ -153,16 +148,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print(f"[red]error:[/red] {e}")
         return 2
     return 0
-
-
-def _register_optional(sub: argparse._SubParsersAction) -> None:
-    """Subcommands of subpackages (hub, search, ...) register themselves here."""
-    for mod in ("nasbench_bert.hub", "nasbench_bert.search.cli"):
-        try:
-            m = __import__(mod, fromlist=["register_cli"])
-        except ImportError:
-            continue
-        m.register_cli(sub)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,7 @@ Where the data comes from (:func:`resolve`), first match wins:
 4. the user cache (``$NASBENCH_BERT_CACHE``, else ``$XDG_CACHE_HOME/nasbench-bert``,
    else ``~/.cache/nasbench-bert``);
 5. building from release files in ``$NASBENCH_BERT_RELEASE`` or ``../shared/upstream``
-   beside the checkout (the builders in ``builders/release.py``);
-6. the Hugging Face Hub (:mod:`nasbench_bert.hub`).
+   beside the checkout (the builders in ``builders/release.py``).
 """
 
 from __future__ import annotations
@@ -316,6 +315,6 @@ def resolve(path: Path | str | None = None, *, build: bool = True, progress: boo
                 return DataDir.open(dest, verify=verify)
     raise DataNotFoundError(
         "no nasbench-bert tables found; looked in: " + "; ".join(tried)
-        + ". Fix: build them from the release files with `nasbench-bert build-data --release DIR_OR_URL`, "
-        "or download them with `Benchmark.load(source='hub', repo_id=...)`."
+        + ". Fix: build them from the release files with `nasbench-bert build-data --release DIR_OR_URL` "
+        "(a folder, a base URL, or 'github' for the authors' repositories at the pinned commits)."
     )

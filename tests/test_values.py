@@ -210,3 +210,11 @@ def test_nearest(bench):
     near = bench.nearest(a, k=3)
     assert near["id"].iloc[0] == 42 and near["distance"].iloc[0] == 0
     assert (np.diff(near["distance"]) >= 0).all()
+
+
+def test_load_source_is_validated(data_dir):
+    from nasbench_bert import Benchmark
+
+    with pytest.raises(ValueError, match="allowed values"):
+        Benchmark.load(str(data_dir), source="ftp")
+    assert len(Benchmark.load(str(data_dir), source="local")) == 500
