@@ -165,19 +165,49 @@ class Benchmark:
         cls,
         path: str | None = None,
         *,
-        source: Literal["auto", "local"] = "auto",
+        source: str | Sequence[str] = "auto",
+        repo_id: str | None = None,
+        revision: str | None = None,
+        endpoint: str | None = None,
+        token: str | bool | None = None,
         verify: bool = True,
         progress: bool = True,
     ) -> "Benchmark":
-        """Load the tables; see :func:`nasbench_bert.tables.resolve` for the search order.
+        """Load the tables.
 
-        ``source="local"`` only looks for built tables; ``"auto"`` also builds them from
-        release files when none are found.
+        ``source``:
+
+        * ``"auto"`` (default): an explicit ``path``, ``$NASBENCH_BERT_DATA``, the
+          checkout's ``data/``, the user cache, else a build from release files found
+          beside the checkout (see :func:`nasbench_bert.tables.resolve`);
+        * ``"local"``: the same without building;
+        * ``"hub"``: download ``repo_id`` at ``revision`` from the Hugging Face Hub (or
+          ``endpoint`` / ``$HF_ENDPOINT``), verify every file against the manifest and
+          cache it (see :mod:`nasbench_bert.hub`); pin a commit sha to be reproducible;
+        * ``"release"``: rebuild from the authors' raw release files at the pinned commits;
+        * a list of such specs (``"hub:<endpoint>"``, ``"release:<folder|URL>"`` and
+          ``"local:<folder>"`` allowed): the first that verifies wins, dead ones fall
+          through with a warning.
         """
-        allowed = ("auto", "local")
-        if source not in allowed:
-            raise ValueError(f"source = {source!r} is not allowed; allowed values: {list(allowed)}")
-        return cls(resolve(path, build=source == "auto", progress=progress, verify=verify))
+        from . import hub
+
+        hub_kw = dict(repo_id=repo_id or hub.DEFAULT_REPO_ID, revision=revision or hub.DEFAULT_REVISION, token=token, verify=verify, progress=progress)
+        if source in ("auto", "local"):
+            if repo_id is not None or revision is not None or endpoint is not None:
+                raise ValueError(f"repo_id/revision/endpoint only apply to source='hub'; got source = {source!r}")
+            return cls(resolve(path, build=source == "auto", progress=progress, verify=verify))
+        if path is not None:
+            raise ValueError(f"path only applies to source='auto' or 'local'; got source = {source!r}")
+        if source == "hub":
+            return cls(hub.download(hub_kw["repo_id"], hub_kw["revision"], endpoint=endpoint, token=token, verify=verify))
+        if isinstance(source, str) and not source.startswith(("hub:", "release", "local:")):
+            raise ValueError(
+                f"source = {source!r} is not allowed; allowed values: 'auto', 'local', 'hub', 'release', "
+                "or a list of 'hub', 'hub:<endpoint>', 'release[:<folder|URL>]', 'local[:<folder>]'"
+            )
+        if endpoint is not None:
+            raise ValueError("endpoint= applies to source='hub'; in a source list write 'hub:<endpoint>'")
+        return cls(hub.fetch(source, **hub_kw))
 
     # -- container protocol --------------------------------------------------------------
     def __len__(self) -> int:

@@ -114,6 +114,21 @@ def cmd_build_data(args: argparse.Namespace) -> None:
     console.print(f"built tables from {src} into {path}")
 
 
+def cmd_download(args: argparse.Namespace) -> None:
+    from .hub import download
+
+    d = download(args.repo_id, args.revision, endpoint=args.endpoint)
+    d.verify_all()
+    console.print(f"verified {len(d.manifest['tables'])} tables of {args.repo_id}@{args.revision} (commit {d.path.parent.name}) in {d.path}")
+
+
+def cmd_publish(args: argparse.Namespace) -> None:
+    from builders.publish import publish
+
+    sha = publish(args.repo_id, data=args.data, revision=args.revision, endpoint=args.endpoint, private=args.private, commit_message=args.message)
+    console.print(f"published to {args.repo_id}@{args.revision}: commit {sha} (pin this)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from .tables import TABLES
 
@@ -141,6 +156,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     b.add_argument("--release", default=None)
     b.add_argument("--out", default=None)
     b.set_defaults(fn=cmd_build_data)
+    from builders.publish import add_arguments
+    from .hub import DEFAULT_REPO_ID, DEFAULT_REVISION
+
+    d = sub.add_parser("download", help="download and verify the tables from the Hugging Face Hub (or a mirror)")
+    d.add_argument("--repo-id", default=DEFAULT_REPO_ID)
+    d.add_argument("--revision", default=DEFAULT_REVISION, help="branch, tag or commit sha (pin a sha)")
+    d.add_argument("--endpoint", default=None, help="Hub endpoint or mirror (default $HF_ENDPOINT or huggingface.co)")
+    d.set_defaults(fn=cmd_download)
+    p = sub.add_parser("publish", help="upload the built tables to a Hub dataset repository as one commit")
+    add_arguments(p)
+    p.set_defaults(fn=cmd_publish)
     args = ap.parse_args(argv)
     try:
         args.fn(args)

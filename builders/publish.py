@@ -1,0 +1,160 @@
+"""Publish built tables to a Hugging Face Hub dataset repository, as one commit.
+
+    python -m builders.publish --repo-id ORG/NAME [--revision main] [--data DIR] [--endpoint URL]
+    nasbench-bert publish --repo-id ORG/NAME ...          (the same, from the CLI)
+
+The commit holds ``README.md`` (a dataset card whose YAML header carries the licences,
+the citation and one ``configs:`` entry per table, so ``datasets.load_dataset(repo,
+name)`` loads each table directly), ``v1/manifest.json`` and ``v1/<table>.parquet``.
+Readers (:mod:`nasbench_bert.hub`) verify every table against that manifest.
+
+The tables are verified before anything is uploaded: a corrupt local build is never
+published.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Sequence
+
+from nasbench_bert.hub import DEFAULT_REPO_ID, REPO_TYPE, _check_repo_id
+from nasbench_bert.tables import MANIFEST, TABLES, VERSION_DIR, DataDir, resolve
+
+CITATION = """\
+@inproceedings{serianni2023training,
+  title     = {Training-free Neural Architecture Search for {RNNs} and Transformers},
+  author    = {Serianni, Aaron and Kalita, Jugal},
+  booktitle = {Proceedings of the 61st Annual Meeting of the Association for Computational Linguistics (ACL)},
+  year      = {2023}
+}
+@article{klyuchnikov2022nasbenchnlp,
+  title   = {{NAS-Bench-NLP}: Neural Architecture Search Benchmark for Natural Language Processing},
+  author  = {Klyuchnikov, Nikita and Trofimov, Ilya and Artemova, Ekaterina and Salnikov, Mikhail and
+             Fedorov, Maxim and Filippov, Alexander and Burnaev, Evgeny},
+  journal = {IEEE Access},
+  volume  = {10},
+  pages   = {45736--45747},
+  year    = {2022},
+}"""
+
+
+def dataset_card(manifest: dict) -> str:
+    """The README.md of the dataset repository (YAML metadata + prose)."""
+    configs = "\n".join(
+        f"- config_name: {name}\n  data_files:\n  - split: train\n    path: {VERSION_DIR}/{manifest['tables'][name]['file']}"
+        for name in sorted(TABLES)
+    )
+    rows = "\n".join(
+        f"| `{name}` | {manifest['tables'][name]['rows']:,} | {TABLES[name]} | `{manifest['tables'][name]['sha256'][:16]}…` |"
+        for name in sorted(TABLES)
+    )
+    return f"""---
+license:
+- cc-by-4.0
+- apache-2.0
+pretty_name: nasbench-bert (FlexiBERT/ELECTRA and NAS-Bench-NLP benchmark tables)
+tags:
+- neural-architecture-search
+- nas-benchmark
+- zero-cost-proxies
+- glue
+size_categories:
+- 1K<n<10K
+configs:
+{configs}
+---
+
+# nasbench-bert tables (schema {VERSION_DIR})
+
+Tabular NAS benchmark results, read by the `nasbench-bert` Python package:
+
+```python
+from nasbench_bert import Benchmark
+bench = Benchmark.load(source="hub", repo_id="<this repo>", revision="<commit sha>")
+```
+
+or directly with `datasets.load_dataset("<this repo>", "flexibert")`.
+
+| table | rows | contents | sha256 |
+|---|---|---|---|
+{rows}
+
+`{VERSION_DIR}/{MANIFEST}` records the sha256 and size of every table and of every release
+file the tables were built from; `nasbench-bert` refuses files that do not match it.
+
+## Provenance and licences
+
+* `flexibert*` tables: built from the release of Serianni & Kalita (ACL 2023),
+  *Training-free Neural Architecture Search for RNNs and Transformers*
+  (github.com/aaronserianni/training-free-nas), **CC BY 4.0**.
+* `nlp_*` tables: built from NAS-Bench-NLP (Klyuchnikov et al., IEEE Access 2022;
+  github.com/fmsnew/nas-bench-nlp-release), **Apache-2.0**.
+
+The tables are a re-encoding of those releases (no new training); see the package's
+README for the data facts (repeated architectures, diverged runs, repaired CSVs).
+
+## Citation
+
+```bibtex
+{CITATION}
+```
+"""
+
+
+def publish(
+    repo_id: str = DEFAULT_REPO_ID,
+    *,
+    data: str | Path | None = None,
+    revision: str = "main",
+    endpoint: str | None = None,
+    token: str | bool | None = None,
+    private: bool = False,
+    commit_message: str | None = None,
+) -> str:
+    """Upload the tables in ``data`` (default: the resolved local tables) as one commit.
+
+    Returns the commit sha, which is what users should pin.
+    """
+    from huggingface_hub import CommitOperationAdd, HfApi
+
+    _check_repo_id(repo_id)
+    d = DataDir.open(data) if data is not None else resolve(build=True, progress=False)
+    d.verify_all()  # never publish a corrupt build
+    api = HfApi(endpoint=endpoint, token=token)
+    api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)
+    if revision != "main":
+        api.create_branch(repo_id, repo_type=REPO_TYPE, branch=revision, exist_ok=True)
+    ops = [CommitOperationAdd(path_in_repo="README.md", path_or_fileobj=dataset_card(d.manifest).encode())]
+    ops.append(CommitOperationAdd(path_in_repo=f"{VERSION_DIR}/{MANIFEST}", path_or_fileobj=str(d.path / MANIFEST)))
+    for name in sorted(TABLES):
+        ops.append(CommitOperationAdd(path_in_repo=f"{VERSION_DIR}/{d.manifest['tables'][name]['file']}", path_or_fileobj=str(d.table_path(name))))
+    srcs = d.manifest.get("sources", {})
+    info = api.create_commit(
+        repo_id, ops, repo_type=REPO_TYPE, revision=revision,
+        commit_message=commit_message or f"nasbench-bert tables {VERSION_DIR} ({len(TABLES)} tables from {len(srcs)} release files)",
+    )
+    return info.oid
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repo-id", default=DEFAULT_REPO_ID, help=f"Hub dataset repository (default {DEFAULT_REPO_ID})")
+    p.add_argument("--revision", default="main", help="branch to commit to (created if missing)")
+    p.add_argument("--endpoint", default=None, help="Hub endpoint (default $HF_ENDPOINT or huggingface.co)")
+    p.add_argument("--private", action="store_true", help="create the repository as private")
+    p.add_argument("--message", default=None, help="commit message")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m builders.publish", description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", default=None, help="built tables (default: the resolved local tables)")
+    add_arguments(p)
+    a = p.parse_args(argv)
+    sha = publish(a.repo_id, data=a.data, revision=a.revision, endpoint=a.endpoint, private=a.private, commit_message=a.message)
+    print(json.dumps({"repo_id": a.repo_id, "revision": a.revision, "commit": sha}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

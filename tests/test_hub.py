@@ -1,0 +1,215 @@
+"""Publish to and download from a real HTTP server that speaks the Hub protocol.
+
+The client is the real ``huggingface_hub``; only the server is ours (tests/hubserver.py).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from nasbench_bert import Benchmark, DataIntegrityError, DataNotFoundError
+from nasbench_bert.hub import SourceUnavailableWarning, hub_cache_dir, materialised_dir
+from nasbench_bert.tables import TABLES, DataDir
+
+from conftest import ROOT, UPSTREAM
+from hubserver import HubServer
+
+REPO = "nasbench-bert/test-tables"
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch) -> Path:
+    c = tmp_path / "cache"
+    monkeypatch.setenv("NASBENCH_BERT_CACHE", str(c))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    return c
+
+
+@pytest.fixture()
+def hub(data_dir):
+    from builders.publish import publish
+
+    with HubServer() as server:
+        server.published = publish(REPO, data=data_dir, endpoint=server.url)  # type: ignore[attr-defined]
+        yield server
+
+
+def _resolves(server: HubServer) -> list[tuple[str, str, dict]]:
+    return [e for e in server.log if "/resolve/" in e[1]]
+
+
+def test_publish_is_one_commit_with_card_manifest_and_tables(hub, data_dir):
+    repo = hub.repos[REPO]
+    # creation commit (.gitattributes) + exactly one publish commit
+    assert len(repo.commits) == 2
+    files = repo.commits[hub.published]
+    expected = {"README.md", ".gitattributes", "v1/manifest.json"} | {f"v1/{n}.parquet" for n in TABLES}
+    assert set(files) == expected
+    d = DataDir.open(data_dir)
+    for n in TABLES:
+        assert files[f"v1/{n}.parquet"] == d.table_path(n).read_bytes()
+    card = files["README.md"].decode()
+    import yaml
+
+    meta = yaml.safe_load(card.split("---")[1])
+    assert set(meta["license"]) == {"cc-by-4.0", "apache-2.0"}
+    assert {c["config_name"]: c["data_files"][0]["path"] for c in meta["configs"]} == {n: f"v1/{n}.parquet" for n in TABLES}
+    assert "serianni2023training" in card and "klyuchnikov2022nasbenchnlp" in card
+
+
+def test_download_load_query_equals_local(hub, cache, bench):
+    b = Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url)
+    assert b.data.path == materialised_dir(REPO, hub.published) / "v1"
+    pd.testing.assert_frame_equal(b.to_pandas(), bench.to_pandas())
+    assert b.query(17).to_dict() == bench.query(17).to_dict()
+    assert b.nlp.query(int(bench.nlp.ptb.recipe_id.iloc[5]), "ptb").to_dict() == bench.nlp.query(int(bench.nlp.ptb.recipe_id.iloc[5]), "ptb").to_dict()
+    # a second load of the pinned commit makes no request at all
+    n = len(hub.log)
+    b2 = Benchmark.load(source="hub", repo_id=REPO, revision=hub.published, endpoint=hub.url)
+    assert len(hub.log) == n and b2.data.path == b.data.path
+
+
+def test_revision_pinning_and_branch(hub, cache, data_dir):
+    from builders.publish import publish
+
+    first = hub.published
+    second = publish(REPO, data=data_dir, endpoint=hub.url, revision="dev", commit_message="again")
+    assert hub.repos[REPO].branches["dev"] == second
+    b_dev = Benchmark.load(source="hub", repo_id=REPO, revision="dev", endpoint=hub.url)
+    b_main = Benchmark.load(source="hub", repo_id=REPO, revision=first, endpoint=hub.url)
+    assert b_dev.data.path != b_main.data.path
+    assert len(b_dev) == len(b_main) == 500
+
+
+def test_offline_after_first_download(hub, cache):
+    Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url)
+    code = (
+        "from nasbench_bert import Benchmark;"
+        f"b = Benchmark.load(source='hub', repo_id='{REPO}', revision='main');"
+        "print(len(b), b.query(3).glue)"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_ENDPOINT": "http://127.0.0.1:9"}
+    n = len(hub.log)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[0] == "500"
+    assert len(hub.log) == n  # nothing reached the server
+
+
+def test_hf_endpoint_env_is_honoured(hub, cache):
+    code = f"from nasbench_bert import Benchmark; print(len(Benchmark.load(source='hub', repo_id='{REPO}')))"
+    env = {**os.environ, "HF_ENDPOINT": hub.url}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "500"
+    assert _resolves(hub)
+
+
+def test_dropped_connection_is_retried(hub, cache, bench):
+    hub.faults["v1/nlp_ptb.parquet"] = "drop"
+    b = Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url)
+    gets = [p for (m, p, _) in _resolves(hub) if m == "GET" and p.endswith("nlp_ptb.parquet")]
+    assert len(gets) == 2  # cut half-way, fetched again
+    assert b.nlp.ptb.equals(bench.nlp.ptb)
+
+
+def test_interrupted_download_resumes_without_refetching(hub, cache, bench):
+    # tables are fetched in name order; the 4th fails, so 3 are already in the cache
+    names = sorted(TABLES)
+    hub.faults[f"v1/{names[3]}.parquet"] = "500"
+    with pytest.raises(DataNotFoundError, match=f"{names[3]}.parquet"):
+        Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url)
+    hub.log.clear()
+    b = Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url)
+    fetched = sorted(p.rsplit("/", 1)[1] for (m, p, _) in _resolves(hub) if m == "GET")
+    assert fetched == [f"{n}.parquet" for n in names[3:]]
+    assert b.to_pandas().equals(bench.to_pandas())
+
+
+def test_corrupted_file_is_refused_and_good_copy_kept(hub, cache, data_dir):
+    good = Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url).data.path
+    before = {p.name: p.read_bytes() for p in good.iterdir()}
+    # a new commit whose table is corrupted (same size, different bytes)
+    raw = bytearray((data_dir / "v1" / "flexibert.parquet").read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    bad = hub.commit(REPO, "main", {"v1/flexibert.parquet": bytes(raw)})
+    with pytest.raises(DataIntegrityError, match=r"flexibert.*sha256"):
+        Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url)
+    assert not materialised_dir(REPO, bad).exists()
+    assert {p.name: p.read_bytes() for p in good.iterdir()} == before
+    # the bad blob was evicted: once the server is fixed, the next load downloads again
+    hub.tamper(REPO, "v1/flexibert.parquet", (data_dir / "v1" / "flexibert.parquet").read_bytes())
+    assert len(Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url)) == 500
+
+
+def test_truncated_file_is_refused(hub, cache, data_dir):
+    raw = (data_dir / "v1" / "nlp_wikitext2.parquet").read_bytes()
+    bad = hub.tamper(REPO, "v1/nlp_wikitext2.parquet", raw[: len(raw) // 3])
+    with pytest.raises(DataIntegrityError, match=r"nlp_wikitext2.*bytes.*truncated"):
+        Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url)
+    assert not materialised_dir(REPO, bad).exists()
+
+
+def test_missing_file_repo_and_revision(hub, cache):
+    hub.commit(REPO, "broken", {})  # a branch without tables
+    hub.repos[REPO].branches["broken"] = hub.commit(REPO, "broken", {"v1/manifest.json": None})
+    with pytest.raises(DataNotFoundError, match="no file 'v1/manifest.json'"):
+        Benchmark.load(source="hub", repo_id=REPO, revision="broken", endpoint=hub.url)
+    with pytest.raises(DataNotFoundError, match="repository not found"):
+        Benchmark.load(source="hub", repo_id="nobody/nothing", endpoint=hub.url)
+    with pytest.raises(DataNotFoundError, match="revision 'v9' not found"):
+        Benchmark.load(source="hub", repo_id=REPO, revision="v9", endpoint=hub.url)
+    with pytest.raises(ValueError, match="repo_id"):
+        Benchmark.load(source="hub", repo_id="a/b/c", endpoint=hub.url)
+    with pytest.raises(ValueError, match="allowed values"):
+        Benchmark.load(source="ftp")
+
+
+def test_sources_fall_through_in_order(hub, cache):
+    with HubServer() as empty_mirror:  # a mirror that answers but lacks the repository
+        dead = f"hub:{empty_mirror.url}"
+        with pytest.warns(SourceUnavailableWarning, match=rf"(?s)'{dead}' failed.*repository not found.*trying 'hub:{hub.url}'"):
+            b = Benchmark.load(source=[dead, f"hub:{hub.url}", "release"], repo_id=REPO, revision="main")
+        assert len(b) == 500 and b.data.path == materialised_dir(REPO, hub.published) / "v1"
+        # every source dead: one error listing each reason, in order. (A repository that
+        # was downloaded before is served from the cache when the endpoint fails, the way
+        # huggingface_hub does; so this uses one never downloaded.)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SourceUnavailableWarning)
+            with pytest.raises(DataNotFoundError, match=rf"(?s)no data source worked.*{dead}.*local:/nonexistent"):
+                Benchmark.load(source=[dead, "local:/nonexistent"], repo_id="nobody/nothing")
+
+
+def test_release_source_rebuilds_from_raw_files(cache):
+    b = Benchmark.load(source=[f"release:{UPSTREAM}"], progress=False)
+    assert len(b) == 500 and str(cache) in str(b.data.path)
+
+
+def test_datasets_load_dataset_gives_the_same_rows(hub, cache, bench):
+    datasets = pytest.importorskip("datasets")
+    b = Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url)
+    for name in ("flexibert", "nlp_ptb", "flexibert_proxies"):
+        ds = datasets.load_dataset("parquet", data_files=str(b.data.table_path(name)), split="train",
+                                   cache_dir=str(cache / "datasets"))
+        got = ds.to_pandas()
+        want = b.data.table(name).to_pandas()
+        pd.testing.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True))
+    assert len(b.data.table("flexibert")) == len(bench)
+
+
+def test_cli_download(hub, cache):
+    out = subprocess.run(
+        [sys.executable, "-m", "nasbench_bert.cli", "download", "--repo-id", REPO, "--endpoint", hub.url],
+        capture_output=True, text=True, cwd=ROOT, timeout=120, env={**os.environ},
+    )
+    assert out.returncode == 0, out.stderr
+    assert hub.published in out.stdout
+    assert (materialised_dir(REPO, hub.published) / "v1" / "manifest.json").is_file()
+    assert hub_cache_dir().is_dir()
