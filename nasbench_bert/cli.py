@@ -8,7 +8,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from rich.console import Console
 from rich.table import Table
@@ -129,6 +129,84 @@ def cmd_publish(args: argparse.Namespace) -> None:
     console.print(f"published to {args.repo_id}@{args.revision}: commit {sha} (pin this)")
 
 
+def _parse_ids(text: str, n: int) -> list[int]:
+    if text == "all":
+        return list(range(n))
+    out: list[int] = []
+    for part in text.split(","):
+        a, _, b = part.partition("-")
+        if not a.isdigit() or (b and not b.isdigit()):
+            raise ValueError(f"--ids = {text!r} is not allowed; allowed: 'all', or ids and ranges like '0-99,250'")
+        out += list(range(int(a), int(b) + 1)) if b else [int(a)]
+    return out
+
+
+def _write_frame(df: "Any", out: Path) -> None:
+    if out.suffix not in (".csv", ".parquet"):
+        raise ValueError(f"--out = {str(out)!r} must end in .csv or .parquet")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".part")
+    os.close(fd)
+    try:
+        flat = df.copy()
+        for c in flat.columns:
+            if c.endswith("__layers"):
+                flat[c] = [json.dumps(v) for v in flat[c]]
+        flat.to_csv(tmp, index=False) if out.suffix == ".csv" else flat.to_parquet(tmp, index=False)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def cmd_proxies_compute(args: argparse.Namespace) -> None:
+    from . import proxies
+
+    bench = _bench(args)
+    batch = {"batch_size": args.batch_size, "seq_len": args.seq_len, "source": args.source}
+    batch = {k: v for k, v in batch.items() if v is not None}
+    if args.space == "flexibert":
+        items: list[Any] = _parse_ids(args.ids, len(bench))
+    else:
+        w = bench.nlp.wikitext2 if args.dataset == "wikitext2" else bench.nlp.ptb
+        w = w[w.recipe.notna()]
+        items = [(r.log_name, r.recipe) for r in w.itertuples()]
+        if args.ids != "all":
+            items = [items[i] for i in _parse_ids(args.ids, len(items))]
+        if args.dataset == "wikitext2":
+            batch["vocab_size"] = 33278
+    names = args.proxies.split(",") if "," in args.proxies else args.proxies
+    df = proxies.compute(items, names, semantics=args.semantics, seed=args.seed, batch=batch, space=args.space,
+                         bench=bench, cache=args.cache, jobs=args.jobs, progress=not args.quiet)
+    _write_frame(df, Path(args.out))
+    console.print(f"wrote {len(df)} rows ({int(df.error.notna().sum())} errors, {int(df.cached.sum())} from cache) to {args.out}")
+
+
+def cmd_proxies_score(args: argparse.Namespace) -> None:
+    import pandas as pd
+
+    from . import proxies
+
+    bench = _bench(args)
+    if args.values:
+        p = Path(args.values)
+        df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+        res = proxies.score(df, args.target or ("glue" if args.space == "flexibert" else "test_loss"), space=args.space,
+                            bench=bench, bootstrap=args.bootstrap)
+    else:
+        res = proxies.score_stored(args.space, bench=bench, bootstrap=args.bootstrap)
+    print(proxies.to_markdown(res.sort_values("kendall_tau", ascending=False)))
+    if args.csv:
+        _write_frame(res, Path(args.csv))
+    if args.plots:
+        if args.values:
+            for name in res.proxy:
+                proxies.scatter(df, name, args.target or "glue", Path(args.plots) / f"{name}.png", space=args.space, bench=bench)
+        else:
+            for path in proxies.paper_figures(args.plots, bench=bench):
+                console.print(f"wrote {path}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from .tables import TABLES
 
@@ -167,6 +245,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("publish", help="upload the built tables to a Hub dataset repository as one commit")
     add_arguments(p)
     p.set_defaults(fn=cmd_publish)
+    px = sub.add_parser("proxies", help="zero-cost proxies: compute live, score against the benchmarks")
+    psub = px.add_subparsers(dest="pcmd", required=True)
+    pc = psub.add_parser("compute", help="compute proxies on real models (resumable with --cache)")
+    pc.add_argument("--space", default="flexibert", choices=["flexibert", "nlp"])
+    pc.add_argument("--ids", default="all", help="FlexiBERT ids / NLP row numbers: 'all' or '0-99,250'")
+    pc.add_argument("--dataset", default="ptb", choices=["ptb", "wikitext2"], help="NLP: whose recipes and vocabulary")
+    pc.add_argument("--proxies", default="paper", help="names (comma-separated) or a group: paper, etas, baseline, all")
+    pc.add_argument("--semantics", default="faithful", choices=["faithful", "seed_compat"])
+    pc.add_argument("--seed", type=int, default=0)
+    pc.add_argument("--batch-size", type=int, default=None)
+    pc.add_argument("--seq-len", type=int, default=None)
+    pc.add_argument("--source", default=None, help="random (default), text:<path>, glue:<folder>, hf:<dataset>")
+    pc.add_argument("--cache", default=None, help="folder for per-arch results: reruns skip finished archs")
+    pc.add_argument("--jobs", type=int, default=1)
+    pc.add_argument("--out", required=True, help="result table (.parquet or .csv)")
+    pc.set_defaults(fn=cmd_proxies_compute)
+    ps = psub.add_parser("score", help="Kendall tau / Spearman rho (+ CIs, top-10%%, size-controlled) of proxies")
+    ps.add_argument("--space", default="flexibert", choices=["flexibert", "nlp"])
+    ps.add_argument("--values", default=None, help="a table from 'proxies compute' (default: the stored proxies)")
+    ps.add_argument("--target", default=None, help="glue, a GLUE task, test_loss or wikitext2_loss")
+    ps.add_argument("--bootstrap", type=int, default=200)
+    ps.add_argument("--csv", default=None)
+    ps.add_argument("--plots", default=None, help="folder for scatter plots (stored: the paper's Figures 1-3)")
+    ps.set_defaults(fn=cmd_proxies_score)
     args = ap.parse_args(argv)
     try:
         args.fn(args)

@@ -187,13 +187,14 @@ class FeedForward(nn.Module):
         dims = [hidden] + [width] * depth
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
         self.out = nn.Linear(width, hidden)
+        self.act = nn.GELU()  # a module, so proxies can hook every activation of the stack
         self.dropout = nn.Dropout(dropout)
         self.norm = nn.LayerNorm(hidden)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = x
         for lin in self.layers:
-            y = F.gelu(lin(y))
+            y = self.act(lin(y))
         return self.norm(x + self.dropout(self.out(y)))
 
 

@@ -42,6 +42,8 @@ class RecipeCell(nn.Module):
         g.add_edges_from((i, n) for n, (_, inp) in spec.items() for i in inp if i in spec)
         self.order = list(nx.lexicographical_topological_sort(g))
         self.spec = spec
+        #: called as ``hook(node_name, output)`` after every activation node (proxies)
+        self.activation_hook: Any = None
         self.weights = nn.ModuleDict()
         for name in self.order:
             op, inputs = spec[name]
@@ -70,6 +72,8 @@ class RecipeCell(nn.Module):
                 out = sum(args[1:], args[0])
             else:
                 out = _ACT[op](args[0])
+                if self.activation_hook is not None:
+                    self.activation_hook(name, out)
             values[name] = out
         return [values[f"h_new_{i}"] for i in range(self.num_states)]
 
@@ -90,35 +94,57 @@ class RecipeLM(nn.Module):
     def init_states(self, batch: int, device: torch.device | None = None) -> list[list[torch.Tensor]]:
         return [[torch.zeros(batch, c.hidden_size, device=device) for _ in range(c.num_states)] for c in self.cells]
 
-    def forward(self, tokens: torch.Tensor, states: list[list[torch.Tensor]] | None = None,
-                return_states: bool = False) -> Any:
+    def forward(self, tokens: torch.Tensor | None, states: list[list[torch.Tensor]] | None = None,
+                return_states: bool = False, inputs_embeds: torch.Tensor | None = None) -> Any:
         """``tokens`` is (T, B). Returns logits (T, B, vocab), final states, and with
         ``return_states`` a dict of per-layer ``incoming`` (T, B, H) h_prev_0 and
-        ``outputs`` (T, B, H)."""
-        T, B = tokens.shape
-        states = states or self.init_states(B, tokens.device)
-        x = self.embedding(tokens)
+        ``outputs`` (T, B, H). ``inputs_embeds`` (T, B, 400) replaces the embedding lookup
+        (the noised-Jacobian proxies perturb the embeddings)."""
+        x = self.embedding(tokens) if inputs_embeds is None else inputs_embeds
+        T, B = x.shape[:2]
+        states = states or self.init_states(B, x.device)
         incoming: list[torch.Tensor] = []
+        steps: list[list[torch.Tensor]] = []
         outputs: list[torch.Tensor] = []
         new_states = []
         for cell, st in zip(self.cells, states):
             inc, outs = [], []
             for t in range(T):
+                if return_states and st[0].requires_grad:
+                    st[0].retain_grad()  # proxies read d(objective)/d(h_{t-1})
                 inc.append(st[0])
                 st = cell(x[t], st)
                 outs.append(st[0])
             x = torch.stack(outs)
             incoming.append(torch.stack(inc))
+            steps.append(inc)
             outputs.append(x)
             new_states.append(st)
         logits = self.decoder(x)
         if return_states:
-            return logits, new_states, {"incoming": incoming, "outputs": outputs}
+            return logits, new_states, {"incoming": incoming, "outputs": outputs, "incoming_steps": steps}
         return logits, new_states
 
 
-def build_nlp_rnn(recipe: Any, vocab_size: int) -> RecipeLM:
-    """The NAS-Bench-NLP language model of ``recipe`` (PTB: 10,000; WikiText-2: 33,278)."""
+def build_nlp_rnn(recipe: Any, vocab_size: int, seed: int | None = None) -> RecipeLM:
+    """The NAS-Bench-NLP language model of ``recipe`` (PTB: 10,000; WikiText-2: 33,278).
+
+    With ``seed``, parameters are initialised the way NAS-Bench-NLP's training code does
+    (cell parameters uniform in +-1/sqrt(hidden), embedding uniform in +-0.1, decoder bias
+    zero) from that seed, so proxy values are reproducible.
+    """
     if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 1:
         raise ValueError(f"vocab_size = {vocab_size!r} must be a positive integer (PTB 10000, WikiText-2 33278)")
-    return RecipeLM(recipe, vocab_size)
+    if seed is None:
+        return RecipeLM(recipe, vocab_size)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        m = RecipeLM(recipe, vocab_size)
+        with torch.no_grad():
+            for cell in m.cells:
+                bound = cell.hidden_size ** -0.5
+                for p in cell.parameters():
+                    p.uniform_(-bound, bound)
+            m.embedding.weight.uniform_(-0.1, 0.1)
+            m.decoder.bias.zero_()
+    return m

@@ -1,0 +1,270 @@
+"""FlexiBERT proxies: the paper's set (raw and normalised), baselines, and ETAS's.
+
+Definitions follow the published scoring code (facts in ``docs``/README); where that
+code's choice is arbitrary (which modules a sum runs over) the choice is written in the
+proxy's docstring. "Normalised" = the sum divided by the number of summed modules.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..models.flexibert import FeedForward
+from ..models.flops import flexibert_flops
+from .common import binary_kernel, cosine_score, covariance_score, tsum
+from .engine import Capture
+from .registry import ProxyValue, register
+
+S = "flexibert"
+
+
+def _layers(cap: Capture) -> list[nn.Module]:
+    return list(cap.model.layers)
+
+
+def _op_linears(layer: nn.Module) -> list[nn.Linear]:
+    return [m for m in layer.operation.modules() if isinstance(m, nn.Linear)]
+
+
+def _ff_linears(layer: nn.Module) -> list[nn.Linear]:
+    return [m for m in layer.feed_forward.modules() if isinstance(m, nn.Linear)]
+
+
+def _inner_linears(layer: nn.Module) -> list[nn.Linear]:
+    """The operation's own projections, without the attention-output dense layer."""
+    out = getattr(layer.operation, "output", None)
+    return [m for m in layer.operation.modules() if isinstance(m, nn.Linear) and m is not out]
+
+
+def _per_layer(cap: Capture, select, term) -> tuple[list[float], int]:
+    vals, count = [], 0
+    for layer in _layers(cap):
+        mods = [m for m in select(layer) if m.weight.grad is not None]
+        vals.append(tsum(term(m) for m in mods))
+        count += len(mods)
+    return vals, count
+
+
+def _norm(vals: list[float], count: int) -> ProxyValue:
+    return ProxyValue(sum(vals) / count if count else math.nan, [v for v in vals])
+
+
+# -- synaptic diversity ------------------------------------------------------------------
+def _memo(cap: Capture, key: str, fn):
+    """Raw and normalised variants share one computation per capture."""
+    if key not in cap.extra:
+        cap.extra[key] = fn()
+    return cap.extra[key]
+
+
+def _syn_div(m: nn.Linear) -> torch.Tensor:
+    # singular values in float32 (SVD is the cost), their sums and product in float64
+    w = torch.linalg.svdvals(m.weight.detach()).double().sum()
+    g = torch.linalg.svdvals(m.weight.grad).double().sum()
+    return (w * g).abs()
+
+
+@register("synaptic_diversity", space=S, needs={"backward"}, paper="synaptic_diversity", group=("paper",))
+def synaptic_diversity(cap: Capture) -> ProxyValue:
+    """Sum over the operation's Linear layers of |nuc(W) * nuc(dR/dW)|."""
+    vals, _ = _memo(cap, "syn_div", lambda: _per_layer(cap, _op_linears, _syn_div))
+    return ProxyValue(sum(vals), vals)
+
+
+@register("synaptic_diversity_norm", space=S, needs={"backward"}, paper="synaptic_diversity_norm", group=("paper",))
+def synaptic_diversity_norm(cap: Capture) -> ProxyValue:
+    """Synaptic diversity divided by the number of summed Linear layers."""
+    return _norm(*_memo(cap, "syn_div", lambda: _per_layer(cap, _op_linears, _syn_div)))
+
+
+# -- synaptic saliency -------------------------------------------------------------------
+def _saliency(m: nn.Linear) -> torch.Tensor:
+    return (m.weight.detach().double() * m.weight.grad.double()).abs()
+
+
+@register("synaptic_saliency", space=S, needs={"backward"}, paper="synaptic_saliency", group=("paper",))
+def synaptic_saliency(cap: Capture) -> ProxyValue:
+    """Sum of |W * dR/dW| over the feed-forward Linear layers."""
+    vals, _ = _memo(cap, "saliency", lambda: _per_layer(cap, _ff_linears, _saliency))
+    return ProxyValue(sum(vals), vals)
+
+
+@register("synaptic_saliency_norm", space=S, needs={"backward"}, paper="synaptic_saliency_norm", group=("paper",))
+def synaptic_saliency_norm(cap: Capture) -> ProxyValue:
+    """Synaptic saliency divided by the number of feed-forward Linear layers."""
+    return _norm(*_memo(cap, "saliency", lambda: _per_layer(cap, _ff_linears, _saliency)))
+
+
+# -- activation distance -----------------------------------------------------------------
+def _act_dist(cap: Capture) -> tuple[list[float], int]:
+    per = [0.0] * len(_layers(cap))
+    for li, o in cap.ff_activations:
+        x = (o[0] > 0).reshape(o.shape[1], -1)  # first sequence: tokens x units
+        per[li] += float(binary_kernel(x).sum())
+    return per, len(cap.ff_activations)
+
+
+@register("activation_distance", space=S, needs={"ff_activations"}, paper="activation_distance", group=("paper",))
+def activation_distance(cap: Capture) -> ProxyValue:
+    """Sum over feed-forward activations of the token-by-token agreement of their
+    binary codes (first sequence of the batch)."""
+    vals, _ = _memo(cap, "act_dist", lambda: _act_dist(cap))
+    return ProxyValue(sum(vals), vals)
+
+
+@register("activation_distance_norm", space=S, needs={"ff_activations"}, paper="activation_distance_norm", group=("paper",))
+def activation_distance_norm(cap: Capture) -> ProxyValue:
+    """Activation distance divided by the number of activations."""
+    return _norm(*_memo(cap, "act_dist", lambda: _act_dist(cap)))
+
+
+# -- Jacobian ------------------------------------------------------------------------------
+def _pos_grad(cap: Capture) -> np.ndarray:
+    g = cap.model.embeddings.position.weight.grad
+    return g.detach().double().T.numpy()  # (128 dims, 512 positions)
+
+
+@register("jacobian_covariance", space=S, needs={"backward"}, paper="jacobian_covariance", group=("paper",))
+def jacobian_covariance(cap: Capture) -> ProxyValue:
+    """Eigen-score of the correlations between the 128 columns of the position-embedding
+    gradient (the published code's 'Jacobian score')."""
+    return ProxyValue(covariance_score(_pos_grad(cap)))
+
+
+@register("jacobian_cosine", space=S, needs={"backward"}, paper="jacobian_cosine", group=("paper",))
+def jacobian_cosine(cap: Capture) -> ProxyValue:
+    """Cosine score of the same 128 columns (stored as 'Jacobian Score Normalized')."""
+    return ProxyValue(cosine_score(_pos_grad(cap)))
+
+
+# -- size ----------------------------------------------------------------------------------
+@register("num_params", space=S, paper="num_params_seed_compat", group=("paper", "baseline"))
+def num_params(cap: Capture) -> ProxyValue:
+    """Number of parameters of the model built (semantics decide which model)."""
+    per = [sum(p.numel() for p in layer.parameters()) for layer in _layers(cap)]
+    return ProxyValue(sum(p.numel() for p in cap.model.parameters()), per)
+
+
+# -- heads ---------------------------------------------------------------------------------
+@register("head_importance", space=S, needs={"backward"}, paper="head_importance", group=("paper",))
+def head_importance(cap: Capture) -> ProxyValue:
+    """Sum of |W * dR/dW| over the operation's own projections with >= 128 outputs."""
+    vals, _ = _per_layer(cap, lambda l: [m for m in _inner_linears(l) if m.weight.shape[0] >= 128], _saliency)
+    return ProxyValue(sum(vals), vals)
+
+
+@register("head_importance_norm", space=S, needs={"backward"}, paper="head_importance_norm", group=("paper",))
+def head_importance_norm(cap: Capture) -> ProxyValue:
+    """Head importance divided by the number of summed projections."""
+    return _norm(*_per_layer(cap, lambda l: [m for m in _inner_linears(l) if m.weight.shape[0] >= 128], _saliency))
+
+
+def _confidence(items: list[tuple[int, torch.Tensor]], n_layers: int) -> tuple[list[float], int]:
+    per = [0.0] * n_layers
+    for li, o in items:
+        per[li] += float(o.double().max(dim=1).values.mean())
+    return per, len(items)
+
+
+@register("head_confidence", space=S, needs={"head_outputs"}, paper="head_confidence", group=("paper",))
+def head_confidence(cap: Capture) -> ProxyValue:
+    """Sum over query/key/value/WMA/LT projections of mean_b,d max_t of their output."""
+    vals, _ = _confidence(cap.head_outputs, len(_layers(cap)))
+    return ProxyValue(sum(vals), vals)
+
+
+@register("head_confidence_norm", space=S, needs={"head_outputs"}, paper="head_confidence_norm", group=("paper",))
+def head_confidence_norm(cap: Capture) -> ProxyValue:
+    """Head confidence divided by the number of hooked projections."""
+    return _norm(*_confidence(cap.head_outputs, len(_layers(cap))))
+
+
+@register("head_softmax_confidence", space=S, needs={"attention_probs"}, paper="head_softmax_confidence", group=("paper",))
+def head_softmax_confidence(cap: Capture) -> ProxyValue:
+    """Sum over self-attentions of the mean over (b, query, key) of the max over heads
+    of the attention probability. LT layers have no softmax and add nothing."""
+    vals, _ = _confidence(cap.attention_probs, len(_layers(cap)))
+    return ProxyValue(sum(vals), vals)
+
+
+@register("head_softmax_confidence_norm", space=S, needs={"attention_probs"}, paper="head_softmax_confidence_norm", group=("paper",))
+def head_softmax_confidence_norm(cap: Capture) -> ProxyValue:
+    """Softmax confidence divided by the number of self-attentions (NaN if none)."""
+    return _norm(*_confidence(cap.attention_probs, len(_layers(cap))))
+
+
+# -- common baselines ----------------------------------------------------------------------
+@register("snip", space=S, needs={"backward"}, group=("baseline",))
+def snip(cap: Capture) -> ProxyValue:
+    """SNIP (Lee et al. 2019): sum over all weights of |w * dR/dw|, R = sum of the output."""
+    per = [tsum((p.detach().double() * p.grad.double()).abs() for p in l.parameters() if p.grad is not None) for l in _layers(cap)]
+    return ProxyValue(tsum((p.detach().double() * p.grad.double()).abs() for p in cap.model.parameters() if p.grad is not None), per)
+
+
+@register("grad_norm", space=S, needs={"backward"}, group=("baseline",))
+def grad_norm(cap: Capture) -> ProxyValue:
+    """Sum over parameter tensors of the L2 norm of their gradient."""
+    f = lambda ps: float(sum(float(p.grad.double().norm()) for p in ps if p.grad is not None))  # noqa: E731
+    return ProxyValue(f(cap.model.parameters()), [f(l.parameters()) for l in _layers(cap)])
+
+
+@register("synflow", space=S, needs={"synflow"}, group=("baseline",))
+def synflow(cap: Capture) -> ProxyValue:
+    """SynFlow (Tanaka et al. 2020) on |weights| with an all-ones input, float64."""
+    per = [tsum(v for n, v in cap.synflow_grads.items() if n.startswith(f"layers.{i}.")) for i in range(len(_layers(cap)))]
+    return ProxyValue(tsum(cap.synflow_grads.values()), per)
+
+
+@register("naswot", space=S, needs={"ff_activations"}, group=("baseline",))
+def naswot(cap: Capture) -> ProxyValue:
+    """NASWOT (Mellor et al. 2021): log|K| of the sequence-by-sequence agreement of the
+    binary codes of every feed-forward activation."""
+    B = cap.batch.input_ids.shape[0]
+    K = torch.zeros(B, B, dtype=torch.float64)
+    for _, o in cap.ff_activations:
+        K += binary_kernel((o > 0).reshape(B, -1))
+    sign, logdet = np.linalg.slogdet(K.numpy())
+    return ProxyValue(logdet if sign > 0 else float("nan"))
+
+
+@register("flops", space=S, group=("baseline",))
+def flops(cap: Capture) -> ProxyValue:
+    """Forward FLOPs of the encoder on the batch's shape (matrix products)."""
+    B, T = cap.batch.input_ids.shape
+    return ProxyValue(flexibert_flops(cap.model.arch, B, T, cap.semantics))
+
+
+# -- ETAS -----------------------------------------------------------------------------------
+@register("ntkt", space=S, needs={"ntk_probe"}, group=("etas",))
+def ntkt(cap: Capture) -> ProxyValue:
+    """NTK trace of the token-averaged output (trainability), per input; Hutchinson
+    estimate with one Rademacher probe (see engine._ntk_trace)."""
+    return ProxyValue(cap.ntk_trace if cap.ntk_trace is not None else math.nan)
+
+
+def sept_value(widths: list[int], seq_len: int) -> float:
+    """log(sum_l d_l) + log(sum_l (1 - d_l^(T+1)) / (1 - d_l)), in log-space."""
+    terms = []
+    for d in widths:
+        if d == 1:
+            terms.append(math.log(seq_len + 1))
+        else:  # (d^(T+1) - 1) / (d - 1) for d > 1
+            terms.append((seq_len + 1) * math.log(d) + math.log1p(-d ** -(seq_len + 1)) - math.log(d - 1))
+    m = max(terms)
+    return math.log(sum(widths)) + m + math.log(sum(math.exp(t - m) for t in terms))
+
+
+def flexibert_widths(cap: Capture) -> list[int]:
+    """d_l: the output width of every Linear in the encoder stack, in order."""
+    return [m.out_features for layer in _layers(cap) for m in layer.modules() if isinstance(m, nn.Linear)]
+
+
+@register("sept", space=S, group=("etas",))
+def sept(cap: Capture) -> ProxyValue:
+    """SEPT (expressivity) from the layer widths d_l (every Linear's output width) and
+    the sequence length T."""
+    return ProxyValue(sept_value(flexibert_widths(cap), cap.batch.input_ids.shape[1]))

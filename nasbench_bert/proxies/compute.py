@@ -1,0 +1,249 @@
+"""Sweeps: compute proxies for many archs, isolate failures, cache and resume."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+import uuid
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from scipy.stats import rankdata
+
+from ..sizes import PTB_VOCAB, check_semantics
+from ..spaces.flexibert import Arch
+from ..spaces.nlp import Recipe, parse_recipe, recipe_hash
+from . import registry
+from .inputs import DEFAULT_BERT, DEFAULT_NLP, BatchSpec, make_batch
+
+#: rank combinations computed across the compared set, not per arch
+COMBINED: dict[str, tuple[str, ...]] = {"ntsr": ("ntkt", "sept")}
+
+
+def resolve_proxies(space: str, proxies: Iterable[str] | str | None) -> tuple[list[registry.Proxy], list[str]]:
+    """Registered proxies to run, plus the rank combinations (NTSR) to add afterwards."""
+    if isinstance(proxies, str) and proxies not in COMBINED:
+        return registry.get(space, proxies), [c for c in COMBINED if proxies == "etas" and space == "flexibert"]
+    names = list(proxies) if proxies is not None else None
+    if names is None:
+        return registry.get(space, None), (list(COMBINED) if space == "flexibert" else [])
+    combined = [n for n in names if n in COMBINED]
+    if combined and space != "flexibert":
+        raise ValueError(f"proxy = {combined[0]!r} is defined for space 'flexibert' only")
+    base = [n for n in names if n not in COMBINED]
+    for c in combined:
+        base += [b for b in COMBINED[c] if b not in base]
+    return registry.get(space, base), combined
+
+
+def default_batch(space: str, vocab_size: int | None = None, **kw: Any) -> BatchSpec:
+    d = dict(DEFAULT_BERT if space == "flexibert" else DEFAULT_NLP)
+    d.update(kw)
+    if space == "nlp":
+        d.setdefault("vocab_size", vocab_size or PTB_VOCAB)
+    return BatchSpec(space=space, **d)
+
+
+def _coerce_items(space: str, archs: Iterable[Any], bench: Any) -> list[tuple[dict[str, Any], Any]]:
+    """(identifying columns, model key) for each requested arch."""
+    out = []
+    for a in archs:
+        if space == "flexibert":
+            if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
+                if bench is None:
+                    from ..benchmark import Benchmark
+
+                    bench = Benchmark.load(progress=False)
+                r = bench.query(int(a), charge=False)
+                arch = Arch.coerce(r.arch)
+                out.append(({"id": int(a), "arch": str(arch)}, arch))
+            else:
+                arch = Arch.coerce(a)
+                out.append(({"arch": str(arch)}, arch))
+        else:
+            if isinstance(a, tuple) and len(a) == 2:  # (label, recipe)
+                label, rec = a
+                r = parse_recipe(rec)
+                out.append(({"key": str(label), "arch": recipe_hash(r)}, r))
+            else:
+                r = parse_recipe(a) if not isinstance(a, Recipe) else a
+                out.append(({"arch": recipe_hash(r)}, r))
+    return out
+
+
+# -- cache ---------------------------------------------------------------------------------
+def _cache_name(ident: str, semantics: str, seed: int, batch_key: str) -> str:
+    return hashlib.sha1(json.dumps([ident, semantics, seed, batch_key]).encode()).hexdigest()[:20] + ".parquet"
+
+
+def _cache_read(path: Path, proxies: list[registry.Proxy]) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        row = pq.read_table(path).to_pylist()[0]
+    except Exception:  # a damaged part is recomputed, never trusted
+        return None
+    versions = json.loads(row.get("proxy_versions") or "{}")
+    if all(versions.get(p.name) == p.version and p.name in row for p in proxies):
+        return row
+    return None
+
+
+def _cache_write(path: Path, row: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    clean = {k: (json.dumps(v) if isinstance(v, (list, dict)) else v) for k, v in row.items()}
+    pq.write_table(pa.Table.from_pylist([clean]), tmp)
+    os.replace(tmp, path)  # atomic: a killed sweep never leaves a partial part
+
+
+# -- the sweep -----------------------------------------------------------------------------
+def _work(args: tuple) -> dict[str, Any]:
+    space, ident, key, names, spec, semantics, seed, threads = args
+    import torch
+
+    from .engine import run_one
+
+    if threads:
+        torch.set_num_threads(threads)
+    proxies = registry.get(space, names)
+    batch = make_batch(spec)
+    t0 = time.perf_counter()
+    try:
+        row = run_one(space, key, proxies, spec, batch, semantics, seed)
+        row["error"] = None
+    except Exception as e:  # isolate: the sweep goes on, the row says why
+        row = {p.name: math.nan for p in proxies}
+        row["error"] = f"{type(e).__name__}: {e}"
+    row["seconds"] = time.perf_counter() - t0
+    row["tokenizer"] = batch.tokenizer
+    return row
+
+
+def compute(
+    archs: Iterable[Any],
+    proxies: Iterable[str] | str | None = "paper",
+    *,
+    semantics: str = "faithful",
+    seed: int = 0,
+    batch: BatchSpec | dict[str, Any] | None = None,
+    space: str = "flexibert",
+    bench: Any = None,
+    cache: str | os.PathLike[str] | None = None,
+    jobs: int = 1,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Compute proxies for ``archs``; one row per arch.
+
+    ``archs``: FlexiBERT ids, :class:`Arch` objects, canonical strings or release dicts
+    (``space="flexibert"``); recipes, or ``(label, recipe)`` pairs (``space="nlp"``).
+    ``proxies``: names, a group (``"paper"``, ``"etas"``, ``"baseline"``) or ``"all"``;
+    ``"ntsr"`` adds NTKT and SEPT and ranks them within this set. ``batch``: a
+    :class:`BatchSpec` or a dict of its fields (default: random tokens, see
+    :mod:`.inputs`). ``semantics``: ``"faithful"`` (the arch as trained) or
+    ``"seed_compat"`` (the model the stored proxy table was computed on).
+
+    Columns: the identifying ``id``/``key``/``arch``, ``semantics``, ``seed``,
+    ``batch``, ``dtype``, one column per proxy, ``<proxy>__layers`` (per-layer values),
+    timings (``seconds``, ``seconds_pass``, ``seconds_proxies``), ``error`` (None, or
+    why the arch failed: its proxies are NaN) and ``proxy_versions``. With ``cache`` (a
+    folder), finished archs are written one part file each, atomically, and a later
+    call with the same arch, semantics, seed and batch reuses them: an interrupted
+    sweep resumes without recomputing.
+    """
+    if space not in registry.SPACES:
+        raise ValueError(f"space = {space!r} is not allowed; allowed values: {list(registry.SPACES)}")
+    if space == "flexibert":
+        check_semantics(semantics)
+    elif semantics not in ("faithful", "seed_compat"):
+        raise ValueError(f"semantics = {semantics!r} is not allowed; allowed values: ['faithful', 'seed_compat']")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ValueError(f"seed = {seed!r} is not allowed; allowed: an integer")
+    if not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs = {jobs!r} is not allowed; allowed: an integer >= 1")
+    spec = batch if isinstance(batch, BatchSpec) else default_batch(space, **(batch or {}))
+    if spec.space != space:
+        raise ValueError(f"batch.space = {spec.space!r} does not match space = {space!r}")
+    plist, combined = resolve_proxies(space, proxies)
+    names = [p.name for p in plist]
+    versions = json.dumps({p.name: p.version for p in plist}, sort_keys=True)
+    items = _coerce_items(space, archs, bench)
+    cache_dir = Path(cache) if cache is not None else None
+
+    rows: list[dict[str, Any] | None] = [None] * len(items)
+    todo = []
+    for i, (ident, key) in enumerate(items):
+        if cache_dir is not None:
+            hit = _cache_read(cache_dir / _cache_name(ident["arch"], semantics, seed, spec.key), plist)
+            if hit is not None:
+                rows[i] = {**hit, **ident, "cached": True}
+                continue
+        todo.append(i)
+
+    threads = 1 if jobs > 1 else 0
+    tasks = [(space, items[i][0], items[i][1], names, spec, semantics, seed, threads) for i in todo]
+    bar = None
+    if progress:
+        from rich.progress import Progress
+
+        bar = Progress(transient=False)
+        bar.start()
+        tid = bar.add_task(f"{space} proxies ({len(todo)} to compute, {len(items) - len(todo)} cached)", total=len(todo))
+
+    def done(i: int, row: dict[str, Any]) -> None:
+        ident = items[i][0]
+        full = {**ident, "semantics": semantics, "seed": seed, "batch": spec.key, "dtype": "float32",
+                "proxy_versions": versions, **row}
+        if cache_dir is not None and full.get("error") is None:
+            _cache_write(cache_dir / _cache_name(ident["arch"], semantics, seed, spec.key), full)
+        rows[i] = {**full, "cached": False}
+        if bar is not None:
+            bar.advance(tid)
+
+    try:
+        if jobs == 1:
+            for i, t in zip(todo, tasks):
+                done(i, _work(t))
+        else:
+            with ProcessPoolExecutor(max_workers=jobs) as ex:
+                for i, row in zip(todo, ex.map(_work, tasks)):
+                    done(i, row)
+    finally:
+        if bar is not None:
+            bar.stop()
+
+    df = pd.DataFrame([r for r in rows if r is not None])
+    for c in df.columns:
+        if c.endswith("__layers"):
+            df[c] = [json.loads(v) if isinstance(v, str) else v for v in df[c]]
+    for c in combined:
+        df[c] = ntsr(df, COMBINED[c])
+    return df
+
+
+def ntsr(df: pd.DataFrame, parts: Sequence[str] = ("ntkt", "sept")) -> pd.Series:
+    """Mean of the ranks (1 = worst) of ``parts`` within ``df``; NaN where any is NaN.
+
+    A *set-level* proxy: an arch's NTSR depends on which archs it is compared with, as in
+    the ETAS paper.
+    """
+    ranks = []
+    ok = np.ones(len(df), dtype=bool)
+    for p in parts:
+        v = df[p].to_numpy(dtype=float)
+        ok &= np.isfinite(v)
+    for p in parts:
+        v = df[p].to_numpy(dtype=float)
+        r = np.full(len(df), np.nan)
+        if ok.any():
+            r[ok] = rankdata(v[ok])
+        ranks.append(r)
+    return pd.Series(np.mean(ranks, axis=0), index=df.index, name="ntsr")

@@ -1,0 +1,120 @@
+"""The proxy registry: one declaration per proxy, read by the engine and the scorer.
+
+A proxy is a function of a :class:`~nasbench_bert.proxies.engine.Capture` (what one
+forward + backward recorded) plus a declaration of what that capture must contain. The
+engine takes the union of the needs of every requested proxy, so a set of proxies costs
+as few passes as possible: the paper's whole BERT set shares one forward and one
+backward.
+
+Adding a proxy is one small function::
+
+    from nasbench_bert.proxies import register, ProxyValue
+
+    @register("my_proxy", space="flexibert", needs={"backward"}, higher_is_better=True)
+    def my_proxy(cap):
+        per_layer = [float(l.operation.output.weight.grad.norm()) for l in cap.model.layers]
+        return ProxyValue(sum(per_layer), per_layer)
+
+after which ``compute(archs, ["my_proxy"])`` and ``score(...)`` handle it like the others.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+#: what a proxy may ask the engine for
+NEEDS = frozenset({
+    "forward",          # one forward pass (always done)
+    "backward",         # backward of sum(last hidden state) (the paper's ones_like backward)
+    "ff_activations",   # outputs of every feed-forward activation (hooks)
+    "head_outputs",     # outputs of the query/key/value/LT/WMA projections (hooks)
+    "attention_probs",  # attention probabilities of every self-attention
+    "hidden_states",    # every layer's output (BERT) / incoming states (RNN)
+    "input_grad",       # gradient w.r.t. the embedding output (RNN Jacobian family)
+    "noise_jacobians",  # three more backward passes on noised embeddings (RNN)
+    "ntk_probe",        # one random-projection backward (NTKT)
+    "synflow",          # a separate pass on |weights| with an all-ones input
+    "loss_backward",    # backward of the RNN's y.backward(y) objective (synaptic saliency)
+})
+SPACES = ("flexibert", "nlp")
+
+
+@dataclass(frozen=True)
+class ProxyValue:
+    """One proxy's value for one arch: the total and, where meaningful, per layer.
+
+    NaN and inf are kept as they are (never replaced by a sentinel) so that a user sees
+    when a proxy broke down for an arch.
+    """
+
+    value: float
+    per_layer: tuple[float, ...] | None = None
+
+    def __init__(self, value: float, per_layer: Iterable[float] | None = None):
+        object.__setattr__(self, "value", float(value))
+        object.__setattr__(self, "per_layer", None if per_layer is None else tuple(float(v) for v in per_layer))
+
+    @property
+    def finite(self) -> bool:
+        return math.isfinite(self.value)
+
+
+@dataclass(frozen=True)
+class Proxy:
+    name: str
+    space: str                       # "flexibert" or "nlp"
+    fn: Callable[[Any], ProxyValue]
+    needs: frozenset[str]
+    higher_is_better: bool           # keeps correlations' sign honest (no abs())
+    version: int = 1                 # bump when the definition changes: invalidates caches
+    paper: str | None = None         # column name of the stored value, if the paper has one
+    description: str = ""
+    group: tuple[str, ...] = field(default=())  # e.g. ("paper",), ("etas",), ("baseline",)
+
+
+REGISTRY: dict[str, dict[str, Proxy]] = {s: {} for s in SPACES}
+
+
+def register(
+    name: str, *, space: str, needs: Iterable[str] = (), higher_is_better: bool = True,
+    version: int = 1, paper: str | None = None, group: Iterable[str] = (),
+) -> Callable[[Callable[[Any], ProxyValue]], Callable[[Any], ProxyValue]]:
+    """Decorator adding a proxy to :data:`REGISTRY` (see the module docstring)."""
+    if space not in SPACES:
+        raise ValueError(f"space = {space!r} is not allowed; allowed values: {list(SPACES)}")
+    unknown = set(needs) - NEEDS
+    if unknown:
+        raise ValueError(f"needs = {sorted(unknown)} not allowed; allowed values: {sorted(NEEDS)}")
+
+    def deco(fn: Callable[[Any], ProxyValue]) -> Callable[[Any], ProxyValue]:
+        if name in REGISTRY[space]:
+            raise ValueError(f"proxy {name!r} is already registered for space {space!r}")
+        REGISTRY[space][name] = Proxy(
+            name, space, fn, frozenset(needs) | {"forward"}, higher_is_better, version, paper,
+            (fn.__doc__ or "").strip().split("\n")[0], tuple(group),
+        )
+        return fn
+
+    return deco
+
+
+def get(space: str, names: Iterable[str] | str | None) -> list[Proxy]:
+    """The proxies named (``None`` or ``"all"``: every one of the space; ``"paper"``,
+    ``"etas"``, ``"baseline"``: a group)."""
+    if space not in SPACES:
+        raise ValueError(f"space = {space!r} is not allowed; allowed values: {list(SPACES)}")
+    reg = REGISTRY[space]
+    if names is None or names == "all":
+        return list(reg.values())
+    if isinstance(names, str):
+        if names in ("paper", "etas", "baseline"):
+            return [p for p in reg.values() if names in p.group]
+        names = [names]
+    out = []
+    for n in names:
+        if n not in reg:
+            raise ValueError(f"proxy = {n!r} is not registered for space {space!r}; allowed values: {sorted(reg)} or a group ('all', 'paper', 'etas', 'baseline')")
+        out.append(reg[n])
+    return out
