@@ -286,20 +286,40 @@ class Benchmark:
             self._results[row] = r
         return r
 
-    def query(self, arch: ArchLike | int, *, charge: bool = True, steps: int | None = None) -> FlexiBERTResult:
+    def query(self, arch: ArchLike | int, *, charge: bool = True, steps: int | None = None,
+              allow_surrogate: bool = False) -> Any:
         """The result of ``arch``: an :class:`Arch`, its string, its release dict or an id.
 
         ``charge`` adds the entry's training time to :attr:`budget`. ``steps`` asks for a
         point on a learning curve (only for archs in :meth:`curve_ids`). An arch that is
-        valid but was never trained raises :class:`~nasbench_bert.NotEvaluatedError`.
+        valid but was never trained raises :class:`~nasbench_bert.NotEvaluatedError`,
+        unless ``allow_surrogate``: then a :class:`~nasbench_bert.surrogate.SurrogateResult`
+        (``predicted=True``, with ``glue_std``) from :meth:`surrogate` is returned.
+        Tabular results stay the default and are never replaced by predictions.
         """
-        row = self._row(arch)
+        if allow_surrogate and steps is None:
+            try:
+                row = self._row(arch)
+            except NotEvaluatedError:
+                return self.surrogate().predict(arch)
+        else:
+            row = self._row(arch)
         if steps is not None:
             return self._curve_result(row, steps, charge)
         r = self._result(row)
         if charge:
             self.budget.charge(r.time_to_train)
         return r
+
+    def surrogate(self, family: str | None = None) -> Any:
+        """The surrogate fitted on this benchmark's archs (fitted once, then cached)."""
+        from .surrogate import DEFAULT_FAMILY, Surrogate
+
+        fam = family or DEFAULT_FAMILY
+        cache = self.__dict__.setdefault("_surrogates", {})
+        if fam not in cache:
+            cache[fam] = Surrogate(self, fam)
+        return cache[fam]
 
     def query_all(self, arch: ArchLike | int) -> list[FlexiBERTResult]:
         """Every run of ``arch`` (two for the 9 archs the benchmark trained twice)."""

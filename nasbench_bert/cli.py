@@ -207,6 +207,39 @@ def cmd_proxies_score(args: argparse.Namespace) -> None:
                 console.print(f"wrote {path}")
 
 
+def cmd_search(args: argparse.Namespace) -> None:
+    from . import search
+
+    bench = _bench(args)
+    if args.scmd == "run":
+        kw = {"proxy": args.proxy} if args.algorithm == "etas" and args.proxy else {}
+        t = search.run(args.algorithm, bench, budget=args.budget, seed=args.seed, mode=args.mode, **kw)
+        df = t.to_pandas()
+        if args.out:
+            _write_frame(df, Path(args.out))
+        console.print(f"{args.algorithm} ({args.mode}), seed {args.seed}: {len(t)} evaluations, "
+                      f"{df.seconds.iloc[-1] / 3600:.1f} simulated hours, best GLUE {t.best_glue:.3f}: {t.best_arch}")
+    elif args.scmd == "compare":
+        curves = search.compare(bench, args.algorithms.split(","), seeds=args.seeds, budget=args.budget, mode=args.mode)
+        end = curves[curves.evaluation == args.budget]
+        t = Table(title=f"best GLUE after {args.budget} evaluations, {args.seeds} seeds ({args.mode})")
+        for c in ("algorithm", "mean", "std", "q25", "q75"):
+            t.add_column(c)
+        for r in end.itertuples():
+            t.add_row(r.algorithm, f"{r.mean:.3f}", f"{r.std:.3f}", f"{r.q25:.3f}", f"{r.q75:.3f}")
+        console.print(t)
+        if args.out:
+            _write_frame(curves, Path(args.out))
+        if args.plot:
+            search.plot_comparison(curves, args.plot)
+            console.print(f"wrote {args.plot}")
+    else:
+        from .surrogate import cross_validate, operation_effect
+
+        console.print(cross_validate(bench).to_string(index=False))
+        console.print(operation_effect(bench))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from .tables import TABLES
 
@@ -269,6 +302,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     ps.add_argument("--csv", default=None)
     ps.add_argument("--plots", default=None, help="folder for scatter plots (stored: the paper's Figures 1-3)")
     ps.set_defaults(fn=cmd_proxies_score)
+    se = sub.add_parser("search", help="NAS algorithms on the benchmark; surrogate quality")
+    ssub = se.add_subparsers(dest="scmd", required=True)
+    sr = ssub.add_parser("run", help="one search run -> trajectory")
+    sr.add_argument("--algorithm", default="regularized_evolution", choices=["random", "regularized_evolution", "local_search", "etas"])
+    sr.add_argument("--budget", type=int, default=100, help="evaluations")
+    sr.add_argument("--seed", type=int, default=0)
+    sr.add_argument("--mode", default="tabular", choices=["tabular", "surrogate"])
+    sr.add_argument("--proxy", default=None, help="ETAS: the ranking proxy (default ntsr)")
+    sr.add_argument("--out", default=None, help="trajectory table (.csv or .parquet)")
+    sc = ssub.add_parser("compare", help="algorithms x seeds -> anytime curves (table, PNG)")
+    sc.add_argument("--algorithms", default="random,regularized_evolution,local_search")
+    sc.add_argument("--seeds", type=int, default=20)
+    sc.add_argument("--budget", type=int, default=100)
+    sc.add_argument("--mode", default="tabular", choices=["tabular", "surrogate"])
+    sc.add_argument("--out", default=None)
+    sc.add_argument("--plot", default=None)
+    ssub.add_parser("cv", help="surrogate cross-validation and the operation-type analysis")
+    se.set_defaults(fn=cmd_search)
     args = ap.parse_args(argv)
     try:
         args.fn(args)

@@ -1,0 +1,77 @@
+"""Search and surrogate speed (python bench/bench_search.py).
+
+* 1,000 regularised-evolution steps on the tabular benchmark (target <= 0.5 s), against
+  the same loop written on the public per-call API (bench.query + bench.nearest).
+* Surrogate predictions per second over 100,000 sampled archs, featurisation included
+  (target >= 50,000/s), against featurising Arch objects one at a time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+import numpy as np
+
+from nasbench_bert import FLEXIBERT_SPACE, Arch, Benchmark, search
+from nasbench_bert.spaces.flexibert import SPACE_SIZE, arch_at
+from nasbench_bert.surrogate import featurize
+
+
+def naive_re(bench: Benchmark, steps: int, seed: int = 0) -> float:
+    rng = np.random.default_rng(seed)
+    archs = bench.archs
+    pop = deque()
+    best = -1.0
+    for i in range(steps):
+        if len(pop) < 20:
+            a = archs[int(rng.integers(len(archs)))]
+        else:
+            idx = rng.choice(len(pop), size=5, replace=False)
+            parent = max((pop[j] for j in idx), key=lambda t: t[1])[0]
+            m = FLEXIBERT_SPACE.mutate(parent, rng)
+            near = bench.nearest(m, k=2)
+            a = Arch.coerce(near.arch.iloc[0] if near.arch.iloc[0] != str(parent) else near.arch.iloc[1])
+        g = bench.query(a, charge=False).glue
+        best = max(best, g)
+        pop.append((a, g))
+        if len(pop) > 20:
+            pop.popleft()
+    return best
+
+
+def main() -> None:
+    bench = Benchmark.load(progress=False)
+    search.run("random", bench, budget=10)  # warm caches
+    t = time.perf_counter()
+    naive_re(bench, 1000)
+    base = time.perf_counter() - t
+    t = time.perf_counter()
+    tr = search.run("regularized_evolution", bench, budget=1000, seed=0)
+    ours = time.perf_counter() - t
+    print("# search and surrogate")
+    print(f"{'1,000 RE steps, per-call public API':40s} {base:8.3f} s (baseline)")
+    print(f"{'1,000 RE steps, search.run':40s} {ours:8.3f} s   {base / ours:.1f}x faster (target <= 0.5 s)  best GLUE {tr.best_glue:.3f}")
+
+    sur = bench.surrogate()
+    rng = np.random.default_rng(0)
+    n = 100_000
+    idx = rng.integers(0, SPACE_SIZE, n)
+    t = time.perf_counter()
+    mean, std = sur.predict_indices(idx)
+    fast = time.perf_counter() - t
+    m = 5_000
+    objs = [arch_at(int(i)) for i in idx[:m]]
+    t = time.perf_counter()
+    X = np.vstack([featurize([a]) for a in objs])
+    sur.model.predict(X)
+    slow = (time.perf_counter() - t) / m * n
+    print(f"{'surrogate, per-arch featurisation':40s} {n / slow:10,.0f} preds/s (baseline, from {m:,} archs)")
+    print(f"{'surrogate, vectorised, with std':40s} {n / fast:10,.0f} preds/s   {slow / fast:.1f}x faster (target >= 50,000/s)")
+    t = time.perf_counter()
+    sur.predict_indices(idx, return_std=False)
+    print(f"{'surrogate, vectorised, mean only':40s} {n / (time.perf_counter() - t):10,.0f} preds/s")
+
+
+if __name__ == "__main__":
+    main()
