@@ -240,6 +240,32 @@ def cmd_search(args: argparse.Namespace) -> None:
         console.print(operation_effect(bench))
 
 
+def cmd_build_entry(args: argparse.Namespace) -> None:
+    from builders import build_many
+
+    archs: list[Any] = []
+    for a in args.arch:
+        if a.isdigit():
+            archs.append(_bench(args).query(int(a), charge=False).arch)
+        else:
+            archs.append(json.loads(a) if a.lstrip().startswith("{") else a)
+    pre = {k: v for k, v in {"steps": args.steps, "batch_size": args.batch_size, "seq_len": args.seq_len,
+                             "warmup_steps": args.warmup_steps, "vocab_size": args.vocab_size,
+                             "max_documents": args.max_documents, "checkpoint_every": args.checkpoint_every}.items() if v is not None}
+    fin = {k: v for k, v in {"epochs": args.epochs, "max_train_examples": args.max_train_examples,
+                             "batch_size": args.finetune_batch_size}.items() if v is not None}
+    out = build_many(archs, executor=args.executor, ray_address=args.ray_address, corpus=args.corpus, glue=args.glue,
+                     tasks=args.tasks.split(",") if args.tasks else None, pretrain_config=pre, finetune_config=fin,
+                     results=args.results, workdir=args.workdir)
+    for a, e in zip(archs, out):
+        if e is None:
+            console.print(f"{a}: claimed by another builder, skipped")
+        else:
+            console.print(f"{e['arch']}: GLUE {e['scores']['glue']:.2f} ({', '.join(f'{k} {v:.2f}' for k, v in e['scores'].items() if k != 'glue')}), {e['time_to_train']:.0f} s")
+    if args.json:
+        print(json.dumps(out, indent=1, default=str))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from .tables import TABLES
 
@@ -320,6 +346,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     sc.add_argument("--plot", default=None)
     ssub.add_parser("cv", help="surrogate cross-validation and the operation-type analysis")
     se.set_defaults(fn=cmd_search)
+    be = sub.add_parser("build-entry", help="regenerate entries: ELECTRA pretraining + GLUE finetuning (needs torch)")
+    be.add_argument("arch", nargs="+", help="benchmark ids, canonical strings or release JSON")
+    be.add_argument("--corpus", default="hf:openwebtext", help="hf:<dataset> or text:<file|folder>")
+    be.add_argument("--glue", default="hf:glue", help="hf:glue or a folder of GLUE-format TSVs")
+    be.add_argument("--tasks", default=None, help="comma-separated (default all 8)")
+    be.add_argument("--steps", type=int, default=None, help="pretraining steps (default 100,000)")
+    be.add_argument("--batch-size", type=int, default=None)
+    be.add_argument("--seq-len", type=int, default=None)
+    be.add_argument("--warmup-steps", type=int, default=None)
+    be.add_argument("--vocab-size", type=int, default=None, help="of a locally trained WordPiece (offline)")
+    be.add_argument("--max-documents", type=int, default=None)
+    be.add_argument("--checkpoint-every", type=int, default=None)
+    be.add_argument("--epochs", type=int, default=None, help="finetuning epochs (default 3; 10 for RTE/STS-B)")
+    be.add_argument("--max-train-examples", type=int, default=None)
+    be.add_argument("--finetune-batch-size", type=int, default=None)
+    be.add_argument("--results", default=None, help="results table folder (skip finished, safe for parallel builders)")
+    be.add_argument("--workdir", default=None, help="checkpoints (a killed build resumes)")
+    be.add_argument("--executor", default="local", choices=["local", "ray"])
+    be.add_argument("--ray-address", default=None)
+    be.add_argument("--json", action="store_true")
+    be.set_defaults(fn=cmd_build_entry)
     args = ap.parse_args(argv)
     try:
         args.fn(args)

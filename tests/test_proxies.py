@@ -232,6 +232,8 @@ def test_etas_and_baselines_run(bench):
     for c in ("ntkt", "sept", "ntsr", "synflow", "naswot", "snip", "grad_norm", "flops"):
         assert df[c].notna().all(), c
     assert sorted(df.ntsr.tolist()) == sorted(proxies.ntsr(df).tolist())
+    groups = proxies.compute(range(3), "etas", bench=bench, batch=SMALL)
+    assert {"ntkt", "sept", "ntsr"} <= set(groups.columns)
 
 
 # -- NAS-Bench-NLP --------------------------------------------------------------------------

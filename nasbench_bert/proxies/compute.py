@@ -31,7 +31,7 @@ COMBINED: dict[str, tuple[str, ...]] = {"ntsr": ("ntkt", "sept")}
 def resolve_proxies(space: str, proxies: Iterable[str] | str | None) -> tuple[list[registry.Proxy], list[str]]:
     """Registered proxies to run, plus the rank combinations (NTSR) to add afterwards."""
     if isinstance(proxies, str) and proxies not in COMBINED:
-        return registry.get(space, proxies), [c for c in COMBINED if proxies == "etas" and space == "flexibert"]
+        return registry.get(space, proxies), [c for c in COMBINED if proxies in ("etas", "all") and space == "flexibert"]
     names = list(proxies) if proxies is not None else None
     if names is None:
         return registry.get(space, None), (list(COMBINED) if space == "flexibert" else [])

@@ -1,0 +1,160 @@
+"""``build_entry(arch)``: pretrain with ELECTRA, finetune on GLUE, and write an entry in
+the release's JSON form (validated against ``schemas/flexibert_entry.schema.json``).
+
+Sweeps run through an executor: ``"local"`` (one process, the default) or ``"ray"``
+(one Ray task per arch, a GPU requested when the cluster has one).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import platform
+import statistics
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import torch
+
+from nasbench_bert.sizes import flexibert_num_params
+from nasbench_bert.spaces.flexibert import Arch
+
+from .glue import TASKS, FinetuneConfig, finetune
+from .pretrain import PretrainConfig, pretrain
+from .results import ResultsTable
+
+SCHEMA = Path(__file__).resolve().parent.parent / "schemas" / "flexibert_entry.schema.json"
+
+
+def _schema() -> dict[str, Any]:
+    if not SCHEMA.is_file():
+        raise FileNotFoundError(f"entry schema not found at {SCHEMA}: the builders run from a nasbench-bert checkout (git clone)")
+    return json.loads(SCHEMA.read_text())
+
+
+def validate_entry(entry: dict[str, Any]) -> None:
+    """Raise ``ValueError`` naming the field when ``entry`` breaks the entry schema."""
+    import jsonschema
+
+    try:
+        jsonschema.validate(entry, _schema())
+    except jsonschema.ValidationError as e:
+        where = "/".join(str(p) for p in e.absolute_path) or "(root)"
+        raise ValueError(f"entry field {where}: {e.message}") from None
+    Arch.from_release(entry["hparams"]["model_hparam_overrides"])  # the arch itself must be valid
+
+
+def environment(device: str) -> dict[str, Any]:
+    def ver(p: str) -> str | None:
+        try:
+            return metadata.version(p)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {"python": platform.python_version(), "platform": platform.platform(), "machine": platform.machine(),
+            "torch": torch.__version__, "nasbench_bert": ver("nasbench-bert"), "device": device,
+            "cuda": torch.cuda.get_device_name(0) if device.startswith("cuda") else None,
+            "threads": torch.get_num_threads()}
+
+
+def build_entry(
+    arch: Any,
+    *,
+    corpus: str = "hf:openwebtext",
+    glue: str | Path = "hf:glue",
+    tasks: Sequence[str] | None = None,
+    pretrain_config: PretrainConfig | dict[str, Any] | None = None,
+    finetune_config: FinetuneConfig | dict[str, Any] | None = None,
+    results: str | Path | None = None,
+    workdir: str | Path | None = None,
+    id: int | None = None,
+    device: str | None = None,
+) -> dict[str, Any]:
+    """Regenerate one benchmark entry for ``arch`` (any of the 10.6M).
+
+    ``corpus``: ``hf:<dataset>`` or ``text:<path>``; ``glue``: ``hf:glue`` or a folder of
+    GLUE-format task folders (a single task folder is accepted too); ``tasks``: default
+    all 8, else those given (the ``glue`` score is the mean of the tasks run).
+    With ``results`` the entry is written to that :class:`ResultsTable` atomically, an
+    arch already there is returned without rebuilding, and concurrent builders skip
+    archs another one has claimed. ``workdir`` keeps pretraining checkpoints, so a killed
+    build resumes.
+    """
+    a = Arch.coerce(arch)
+    tasks = list(tasks) if tasks is not None else list(TASKS)
+    bad = [t for t in tasks if t not in TASKS]
+    if bad:
+        raise ValueError(f"tasks = {bad} not allowed; allowed values: {sorted(TASKS)}")
+    pc = pretrain_config if isinstance(pretrain_config, PretrainConfig) else PretrainConfig(**{"corpus": corpus, **(pretrain_config or {})})
+    fc = finetune_config if isinstance(finetune_config, FinetuneConfig) else FinetuneConfig(**(finetune_config or {}))
+    dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    table = ResultsTable(results) if results is not None else None
+    if table is not None and table.has(a):
+        return table.get(a)
+
+    def work() -> dict[str, Any]:
+        wd = Path(workdir) / ResultsTable.key(a) if workdir is not None else None
+        t0 = time.perf_counter()
+        pre = pretrain(a, pc, workdir=wd, device=dev)
+        enc = pre.model.discriminator
+        per_task = {t: finetune(enc, t, glue, pre.tokenizer, fc, dev) for t in tasks}
+        secs = time.perf_counter() - t0
+        scores = {TASKS[t].release_key: round(r["score"], 4) for t, r in per_task.items()}
+        scores["glue"] = statistics.fmean(scores.values())
+        entry = {
+            "id": id, "is_running": False, "completed": True, "time_to_train": secs, "scores": scores,
+            "hparams": {"learning_rate": pc.learning_rate, "train_batch_size": pc.batch_size, "eval_batch_size": fc.batch_size,
+                        "num_train_steps": pc.steps, "model_hparam_overrides": a.to_release()},
+            "num_params": flexibert_num_params(a, "faithful"), "source": "regenerated", "arch": str(a),
+            "tasks": {t: {k: v for k, v in r.items() if k != "task"} for t, r in per_task.items()},
+            "pretraining": {"config": dataclasses.asdict(pc), "final_loss": pre.losses[-1], "first_loss": pre.losses[0],
+                            "tokens_per_second": pre.tokens_per_second, "resumed_from_step": pre.resumed_from,
+                            "tokenizer": pre.tokenizer.name, "finetune_config": dataclasses.asdict(fc)},
+            "environment": environment(dev),
+        }
+        validate_entry(entry)
+        if table is not None:
+            table.write(entry)
+        return entry
+
+    if table is None:
+        return work()
+    with table.claim(a):
+        if table.has(a):  # finished by another builder while we waited
+            return table.get(a)
+        return work()
+
+
+def build_many(archs: Iterable[Any], *, executor: str = "local", ray_address: str | None = None, **kw: Any) -> list[dict[str, Any] | None]:
+    """Build entries for many archs. ``executor="ray"`` runs one Ray task per arch
+    (``ray_address`` joins a cluster; default a local instance) and requests one GPU per
+    task when the cluster has GPUs. Archs claimed by another builder give ``None``."""
+    from .results import ArchClaimed
+
+    archs = [Arch.coerce(a) for a in archs]
+    if executor == "local":
+        out: list[dict[str, Any] | None] = []
+        for a in archs:
+            try:
+                out.append(build_entry(a, **kw))
+            except ArchClaimed:
+                out.append(None)
+        return out
+    if executor != "ray":
+        raise ValueError(f"executor = {executor!r} is not allowed; allowed values: ['local', 'ray']")
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=ray_address, include_dashboard=False, log_to_driver=False)
+    gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
+
+    @ray.remote(num_cpus=1, num_gpus=gpus)
+    def _task(arch_str: str, kwargs: dict[str, Any]) -> dict[str, Any] | None:
+        try:
+            return build_entry(arch_str, **kwargs)
+        except ArchClaimed:
+            return None
+
+    return ray.get([_task.remote(str(a), kw) for a in archs])

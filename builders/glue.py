@@ -1,0 +1,252 @@
+"""GLUE finetuning of a pretrained FlexiBERT discriminator, and the official metrics.
+
+Tasks are the 8 the paper uses (no WNLI), read from local GLUE-format TSV folders (the
+layout of the GLUE distribution: ``<task>/train.tsv``, ``<task>/dev.tsv``;
+``dev_matched.tsv`` for MNLI) or from the ``glue`` dataset on the Hugging Face Hub.
+Defaults follow the paper's Table 3 (ELECTRA-Small finetuning): learning rate 3e-4 with
+layer-wise decay 0.8, batch 32, 3 epochs (10 for RTE and STS-B), 10 % warm-up, weight
+decay 0.01, sequence length 128.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from nasbench_bert.models import SequenceClassifier
+from nasbench_bert.models.flexibert import FlexiBERTEncoder
+
+from .textdata import TextTokenizer
+
+csv.field_size_limit(1 << 24)
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    text: tuple[str, ...]          # TSV columns (or 0-based indices for header-less CoLA)
+    label: str
+    labels: tuple[str, ...] | None  # None: regression
+    metric: str
+    epochs: int
+    dev: str = "dev.tsv"
+    header: bool = True
+    release_key: str = ""
+
+
+TASKS: dict[str, Task] = {
+    "cola": Task("cola", ("3",), "1", ("0", "1"), "mcc", 3, header=False, release_key="cola"),
+    "mnli": Task("mnli", ("sentence1", "sentence2"), "gold_label", ("contradiction", "entailment", "neutral"), "accuracy", 3, "dev_matched.tsv", release_key="mnli"),
+    "mrpc": Task("mrpc", ("#1 String", "#2 String"), "Quality", ("0", "1"), "accuracy", 3, release_key="mrpc"),
+    "qnli": Task("qnli", ("question", "sentence"), "label", ("entailment", "not_entailment"), "accuracy", 3, release_key="qnli"),
+    "qqp": Task("qqp", ("question1", "question2"), "is_duplicate", ("0", "1"), "accuracy", 3, release_key="qqp"),
+    "rte": Task("rte", ("sentence1", "sentence2"), "label", ("entailment", "not_entailment"), "accuracy", 10, release_key="rte"),
+    "sst2": Task("sst2", ("sentence",), "label", ("0", "1"), "accuracy", 3, release_key="sst"),
+    "stsb": Task("stsb", ("sentence1", "sentence2"), "score", None, "spearman", 10, release_key="sts"),
+}
+HUB_LABELS = {"mnli": ("entailment", "neutral", "contradiction"), "qnli": ("entailment", "not_entailment"),
+              "rte": ("entailment", "not_entailment")}
+
+
+# -- metrics (checked against scikit-learn / scipy in the tests) ------------------------------
+def accuracy(pred: np.ndarray, gold: np.ndarray) -> float:
+    return float(np.mean(np.asarray(pred) == np.asarray(gold)))
+
+
+def f1_binary(pred: np.ndarray, gold: np.ndarray) -> float:
+    pred, gold = np.asarray(pred), np.asarray(gold)
+    tp = float(((pred == 1) & (gold == 1)).sum())
+    fp = float(((pred == 1) & (gold == 0)).sum())
+    fn = float(((pred == 0) & (gold == 1)).sum())
+    return 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
+
+
+def mcc(pred: np.ndarray, gold: np.ndarray) -> float:
+    """Matthews correlation (binary); 0 when a margin is empty, as scikit-learn does."""
+    p, g = np.asarray(pred).astype(float), np.asarray(gold).astype(float)
+    tp, tn = ((p == 1) & (g == 1)).sum(), ((p == 0) & (g == 0)).sum()
+    fp, fn = ((p == 1) & (g == 0)).sum(), ((p == 0) & (g == 1)).sum()
+    den = math.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+    return float((tp * tn - fp * fn) / den) if den else 0.0
+
+
+def _rank(x: np.ndarray) -> np.ndarray:
+    from scipy.stats import rankdata
+
+    return rankdata(x)
+
+
+def pearson(pred: np.ndarray, gold: np.ndarray) -> float:
+    p, g = np.asarray(pred, float), np.asarray(gold, float)
+    p, g = p - p.mean(), g - g.mean()
+    den = math.sqrt(float((p * p).sum() * (g * g).sum()))
+    return float((p * g).sum() / den) if den else float("nan")
+
+
+def spearman(pred: np.ndarray, gold: np.ndarray) -> float:
+    return pearson(_rank(pred), _rank(gold))
+
+
+def task_metrics(task: Task, pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    if task.labels is None:
+        return {"spearman": spearman(pred, gold), "pearson": pearson(pred, gold)}
+    out = {"accuracy": accuracy(pred, gold)}
+    if task.name == "cola":
+        out["mcc"] = mcc(pred, gold)
+    if task.name in ("mrpc", "qqp"):
+        out["f1"] = f1_binary(pred, gold)
+    return out
+
+
+# -- data ---------------------------------------------------------------------------------------
+def read_split(task: Task, source: str | Path, split: str) -> list[tuple[tuple[str, ...], Any]]:
+    """Examples ``((text_a[, text_b]), label)`` of ``split`` ('train' or 'dev')."""
+    src = str(source)
+    if src.startswith("hf:"):
+        import datasets
+
+        ds = datasets.load_dataset("glue", task.name, split="train" if split == "train" else ("validation_matched" if task.name == "mnli" else "validation"))
+        cols = [c for c in ("sentence", "sentence1", "sentence2", "question", "question1", "question2", "premise", "hypothesis") if c in ds.column_names]
+        out = []
+        for ex in ds:
+            lab = ex["label"]
+            lab = float(lab) if task.labels is None else (HUB_LABELS[task.name][lab] if task.name in HUB_LABELS else str(lab))
+            out.append((tuple(ex[c] for c in cols), lab))
+        return out
+    folder = Path(src)
+    if (folder / task.name).is_dir():
+        folder = folder / task.name
+    path = folder / (task.dev if split == "dev" else "train.tsv")
+    if not path.is_file():
+        raise FileNotFoundError(f"task {task.name!r}: no {path.name} in {folder} (GLUE TSV layout expected)")
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    if task.header:
+        head, rows = rows[0], rows[1:]
+        missing = [c for c in (*task.text, task.label) if c not in head]
+        if missing:
+            raise ValueError(f"task {task.name!r}: {path} lacks column(s) {missing}; it has {head}")
+        idx = [head.index(c) for c in task.text]
+        li = head.index(task.label)
+    else:
+        idx, li = [int(c) for c in task.text], int(task.label)
+    out = []
+    for r in rows:
+        if len(r) <= max(*idx, li):
+            continue
+        lab = r[li]
+        if task.labels is None:
+            out.append((tuple(r[i] for i in idx), float(lab)))
+        elif lab in task.labels:
+            out.append((tuple(r[i] for i in idx), lab))
+    if not out:
+        raise ValueError(f"task {task.name!r}: no labelled examples in {path}")
+    return out
+
+
+def _encode(examples: list[tuple[tuple[str, ...], Any]], task: Task, tok: TextTokenizer, max_len: int) -> tuple[torch.Tensor, ...]:
+    ids = torch.full((len(examples), max_len), tok.pad_id, dtype=torch.long)
+    tt = torch.zeros_like(ids)
+    for i, (texts, _) in enumerate(examples):
+        a, t = tok.encode(texts[0], texts[1] if len(texts) > 1 else None, max_len)
+        ids[i, : len(a)] = torch.tensor(a)
+        tt[i, : len(t)] = torch.tensor(t)
+    y = torch.tensor([lab for _, lab in examples], dtype=torch.float32) if task.labels is None else \
+        torch.tensor([task.labels.index(lab) for _, lab in examples], dtype=torch.long)
+    return ids, (ids != tok.pad_id).long(), tt, y
+
+
+@dataclass
+class FinetuneConfig:
+    learning_rate: float = 3e-4
+    layer_decay: float = 0.8
+    batch_size: int = 32
+    epochs: int | None = None  # None: the task's default (3; 10 for RTE and STS-B)
+    warmup_fraction: float = 0.1
+    weight_decay: float = 0.01
+    max_seq_len: int = 128
+    max_train_examples: int | None = None
+    max_dev_examples: int | None = None
+    seed: int = 0
+
+
+def layerwise_groups(model: SequenceClassifier, lr: float, decay: float, weight_decay: float) -> list[dict[str, Any]]:
+    """Parameter groups with learning rate lr * decay^(depth from the top): the head at
+    ``lr``, the top encoder layer at ``lr * decay``, ..., the embeddings lowest."""
+    enc: FlexiBERTEncoder = model.encoder
+    L = len(enc.layers)
+    groups: list[dict[str, Any]] = []
+
+    def add(params: list[torch.nn.Parameter], scale: float) -> None:
+        dec = [p for p in params if p.ndim >= 2]
+        nod = [p for p in params if p.ndim < 2]
+        groups.append({"params": dec, "lr": lr * scale, "weight_decay": weight_decay, "lr_scale": scale})
+        groups.append({"params": nod, "lr": lr * scale, "weight_decay": 0.0, "lr_scale": scale})
+
+    add(list(model.head.parameters()), 1.0)
+    for i, layer in enumerate(enc.layers):
+        add(list(layer.parameters()), decay ** (L - i))
+    add(list(enc.embeddings.parameters()), decay ** (L + 1))
+    return [g for g in groups if g["params"]]
+
+
+def finetune(encoder: FlexiBERTEncoder, task_name: str, data: str | Path, tok: TextTokenizer,
+             cfg: FinetuneConfig | None = None, device: str = "cpu") -> dict[str, Any]:
+    """Finetune a copy of ``encoder`` on one task; returns dev metrics and timings."""
+    import copy
+
+    cfg = cfg or FinetuneConfig()
+    if task_name not in TASKS:
+        raise ValueError(f"task = {task_name!r} is not allowed; allowed values: {sorted(TASKS)}")
+    task = TASKS[task_name]
+    train = read_split(task, data, "train")
+    dev = read_split(task, data, "dev")
+    rng = np.random.default_rng(cfg.seed)
+    if cfg.max_train_examples:
+        train = [train[i] for i in sorted(rng.permutation(len(train))[: cfg.max_train_examples])]
+    if cfg.max_dev_examples:
+        dev = dev[: cfg.max_dev_examples]
+    Xtr = _encode(train, task, tok, cfg.max_seq_len)
+    Xdv = _encode(dev, task, tok, cfg.max_seq_len)
+    torch.manual_seed(cfg.seed)
+    model = SequenceClassifier(copy.deepcopy(encoder), 1 if task.labels is None else len(task.labels)).to(device)
+    opt = torch.optim.AdamW(layerwise_groups(model, cfg.learning_rate, cfg.layer_decay, cfg.weight_decay), lr=cfg.learning_rate)
+    epochs = cfg.epochs or task.epochs
+    steps = epochs * math.ceil(len(train) / cfg.batch_size)
+    warm = max(1, int(cfg.warmup_fraction * steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: (s + 1) / warm if s < warm else max(0.0, (steps - s) / max(1, steps - warm)))
+    t0 = time.perf_counter()
+    model.train()
+    for ep in range(epochs):
+        perm = torch.from_numpy(np.random.default_rng([cfg.seed, ep]).permutation(len(train)))
+        for s in range(0, len(train), cfg.batch_size):
+            b = perm[s : s + cfg.batch_size]
+            ids, m, tt, y = (x[b].to(device) for x in Xtr)
+            out = model(ids, m, tt)
+            loss = F.mse_loss(out.squeeze(-1), y) if task.labels is None else F.cross_entropy(out, y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+    train_s = time.perf_counter() - t0
+    model.eval()
+    preds = []
+    with torch.no_grad():
+        for s in range(0, len(dev), 128):
+            ids, m, tt, _ = (x[s : s + 128].to(device) for x in Xdv)
+            out = model(ids, m, tt)
+            preds.append(out.squeeze(-1).cpu() if task.labels is None else out.argmax(-1).cpu())
+    pred = torch.cat(preds).numpy()
+    gold = Xdv[3].numpy()
+    metrics = task_metrics(task, pred, gold)
+    return {"task": task.name, "score": 100 * metrics[task.metric if task.metric != "mcc" else "mcc"], "metrics": metrics,
+            "train_examples": len(train), "dev_examples": len(dev), "epochs": epochs, "steps": steps, "seconds": train_s}

@@ -1,0 +1,221 @@
+"""Entry regeneration: metrics, GLUE reading, ELECTRA pretraining (resume), the results
+table under concurrency, the end-to-end build on real RTE data, and the Ray executor."""
+
+from __future__ import annotations
+
+import csv
+import json
+import multiprocessing as mp
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from conftest import ROOT, UPSTREAM  # noqa: E402
+from builders.entry import build_entry, build_many, validate_entry  # noqa: E402
+from builders.glue import TASKS, FinetuneConfig, f1_binary, layerwise_groups, mcc, pearson, read_split, spearman  # noqa: E402
+from builders.pretrain import PretrainConfig, pretrain, schedule  # noqa: E402
+from builders.results import ArchClaimed, ResultsTable  # noqa: E402
+from nasbench_bert import Benchmark  # noqa: E402
+
+RTE = UPSTREAM / "glue-rte"
+ARCH = "128/SA-SDP-h2-512x1/LT-DFT-h2-512x1"
+TINY_PRE = {"steps": 200, "batch_size": 8, "seq_len": 32, "warmup_steps": 20, "vocab_size": 3000, "checkpoint_every": 100}
+TINY_FT = {"epochs": 1, "max_train_examples": 256, "batch_size": 16, "max_seq_len": 64}
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory) -> str:
+    """A small real-English corpus: the RTE training sentences."""
+    rows = list(csv.reader(open(RTE / "train.tsv", newline=""), delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
+    p = tmp_path_factory.mktemp("corpus") / "rte_sentences.txt"
+    p.write_text("\n".join(f"{r[1]} {r[2]}" for r in rows))
+    return f"text:{p}"
+
+
+# -- metrics and data -------------------------------------------------------------------------------
+def test_metrics_agree_with_sklearn_and_scipy():
+    from scipy.stats import pearsonr, spearmanr
+    from sklearn.metrics import f1_score, matthews_corrcoef
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        g, p = rng.integers(0, 2, 200), rng.integers(0, 2, 200)
+        assert mcc(p, g) == pytest.approx(matthews_corrcoef(g, p))
+        assert f1_binary(p, g) == pytest.approx(f1_score(g, p))
+        x, y = rng.normal(size=50), rng.normal(size=50)
+        y[:5] = y[0]  # ties
+        assert spearman(x, y) == pytest.approx(spearmanr(x, y)[0])
+        assert pearson(x, y) == pytest.approx(pearsonr(x, y)[0])
+    assert mcc(np.ones(10), np.r_[np.ones(5), np.zeros(5)]) == matthews_corrcoef(np.r_[np.ones(5), np.zeros(5)], np.ones(10)) == 0
+
+
+def test_read_real_rte():
+    tr, dv = read_split(TASKS["rte"], RTE, "train"), read_split(TASKS["rte"], RTE, "dev")
+    assert len(tr) == 1244 and len(dv) == 139
+    assert {lab for _, lab in tr} == {"entailment", "not_entailment"} and all(len(t) == 2 for t, _ in tr)
+    with pytest.raises(FileNotFoundError, match="cola"):
+        read_split(TASKS["cola"], UPSTREAM / "nonexistent", "train")
+
+
+def test_schedule_and_layerwise_decay():
+    cfg = PretrainConfig(steps=100, warmup_steps=10)
+    assert schedule(0, cfg) == pytest.approx(0.1) and schedule(9, cfg) == 1.0 and schedule(100, cfg) == 0.0
+    from nasbench_bert.models import SequenceClassifier, build_flexibert
+
+    m = SequenceClassifier(build_flexibert("256/SA-SDP-h4-512x1/SA-SDP-h4-512x1/SA-SDP-h4-512x1/SA-SDP-h4-512x1"), 2)
+    scales = sorted({g["lr_scale"] for g in layerwise_groups(m, 3e-4, 0.8, 0.01)}, reverse=True)
+    assert scales == pytest.approx([1.0, 0.8, 0.64, 0.512, 0.4096, 0.32768])
+    n = sum(p.numel() for g in layerwise_groups(m, 3e-4, 0.8, 0.01) for p in g["params"])
+    assert n == sum(p.numel() for p in m.parameters())  # every parameter in exactly one group
+    with pytest.raises(ValueError, match="mask_prob"):
+        PretrainConfig(mask_prob=1.5)
+
+
+# -- pretraining --------------------------------------------------------------------------------------
+def test_pretraining_loss_falls(corpus):
+    r = pretrain(ARCH, PretrainConfig(**{**TINY_PRE, "corpus": corpus}))
+    first, last = np.mean(r.disc_losses[:20]), np.mean(r.disc_losses[-20:])
+    assert last < first * 0.9, (first, last)
+    assert np.mean(r.gen_losses[-20:]) < np.mean(r.gen_losses[:20])
+    assert r.tokens_per_second > 0
+
+
+def _pretrain_child(corpus: str, workdir: str) -> None:
+    pretrain(ARCH, PretrainConfig(**{**TINY_PRE, "steps": 60, "checkpoint_every": 10, "corpus": corpus}), workdir=workdir)
+
+
+def test_kill_and_resume_gives_the_same_losses(corpus, tmp_path):
+    cfg = PretrainConfig(**{**TINY_PRE, "steps": 60, "checkpoint_every": 10, "corpus": corpus})
+    ref = pretrain(ARCH, cfg).losses
+    wd = tmp_path / "wd"
+    code = ("import sys; sys.path.insert(0, 'tests'); from test_builders import _pretrain_child; "
+            f"_pretrain_child({corpus!r}, {str(wd)!r})")
+    p = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
+    deadline = time.time() + 300
+    while time.time() < deadline and not list((wd / "checkpoints").glob("step-0000002*.pt")):
+        time.sleep(0.05)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    cks = sorted((wd / "checkpoints").glob("step-*.pt"))
+    assert cks, "no checkpoint before the kill"
+    resumed = pretrain(ARCH, cfg, workdir=wd)
+    assert 20 <= resumed.resumed_from < 60
+    assert resumed.losses == ref  # bit-identical to the uninterrupted run
+
+
+# -- results table ----------------------------------------------------------------------------------
+def _fake_entry(arch: str, value: float) -> dict:
+    from nasbench_bert.spaces.flexibert import Arch
+
+    a = Arch.coerce(arch)
+    return {"id": None, "completed": True, "time_to_train": 1.0, "scores": {"rte": value, "glue": value},
+            "hparams": {"learning_rate": 5e-4, "train_batch_size": 8, "num_train_steps": 1, "model_hparam_overrides": a.to_release()},
+            "num_params": 1, "source": "regenerated", "arch": str(a)}
+
+
+def _writer(path: str, archs: list[str], tag: int) -> None:
+    t = ResultsTable(path)
+    for a in archs:
+        try:
+            with t.claim(a):
+                if not t.has(a):
+                    time.sleep(0.01)
+                    t.write(_fake_entry(a, float(tag)))
+        except ArchClaimed:
+            pass
+
+
+def test_concurrent_writers_lose_nothing(tmp_path):
+    from nasbench_bert import FLEXIBERT_SPACE
+
+    archs = [str(a) for a in FLEXIBERT_SPACE.sample(60, seed=0)]
+    ctx = mp.get_context("spawn")
+    # four writers, every arch, each starting at a different place: maximal contention
+    procs = [ctx.Process(target=_writer, args=(str(tmp_path), archs[15 * i:] + archs[:15 * i], i)) for i in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    # anything skipped because a claim was held is finished by a last pass
+    _writer(str(tmp_path), archs, 9)
+    t = ResultsTable(tmp_path)
+    entries = t.entries()
+    assert sorted(e["arch"] for e in entries) == sorted(archs)  # nothing lost, nothing duplicated
+    assert not list(t.entries_dir.glob(".*"))  # no temp or lock files left
+    for e in entries:
+        validate_entry(e)
+
+
+def test_claims_and_stale_locks(tmp_path):
+    t = ResultsTable(tmp_path)
+    with t.claim(ARCH):
+        with pytest.raises(ArchClaimed):
+            with t.claim(ARCH):
+                pass
+    lock = t.entries_dir / f".{t.key(ARCH)}.lock"
+    import socket
+
+    lock.write_text(f"{socket.gethostname()}:999999")  # a builder that died
+    with t.claim(ARCH):
+        pass
+    assert not lock.exists()
+
+
+def test_schema_rejects_bad_entries():
+    e = _fake_entry(ARCH, 50.0)
+    validate_entry(e)
+    for path, value in [(("scores", "glue"), "high"), (("hparams", "model_hparam_overrides", "hidden_size"), 512), (("time_to_train",), -1)]:
+        bad = json.loads(json.dumps(e))
+        d = bad
+        for k in path[:-1]:
+            d = d[k]
+        d[path[-1]] = value
+        with pytest.raises(ValueError, match=path[-1]):
+            validate_entry(bad)
+
+
+# -- end to end -------------------------------------------------------------------------------------
+def test_end_to_end_entry_on_real_rte(corpus, tmp_path, data_dir):
+    res = tmp_path / "results"
+    e = build_entry(ARCH, corpus=corpus, glue=RTE, tasks=["rte"], pretrain_config=TINY_PRE, finetune_config=TINY_FT,
+                    results=res, workdir=tmp_path / "wd")
+    validate_entry(e)
+    assert e["scores"]["glue"] == e["scores"]["rte"] and 0 <= e["scores"]["rte"] <= 100
+    assert e["tasks"]["rte"]["dev_examples"] == 139 and e["tasks"]["rte"]["train_examples"] == 256
+    assert e["pretraining"]["final_loss"] < e["pretraining"]["first_loss"]
+    assert e["num_params"] == 4319616 and e["environment"]["torch"] == torch.__version__
+    # idempotent: a second call returns the stored entry without rebuilding
+    t0 = time.perf_counter()
+    again = build_entry(ARCH, corpus=corpus, glue=RTE, tasks=["rte"], pretrain_config=TINY_PRE, finetune_config=TINY_FT, results=res)
+    assert again == json.loads(json.dumps(e)) and time.perf_counter() - t0 < 1
+    # the benchmark loads it alongside the bundled table and says where it came from
+    b = Benchmark.load(str(data_dir), results=str(res))
+    r = b.query(ARCH)
+    assert r.source == "regenerated" and r.glue == e["scores"]["glue"]
+    assert b.query(0).source == "bundled"
+
+
+@pytest.mark.slow
+def test_ray_executor_on_a_local_instance(corpus, tmp_path):
+    pytest.importorskip("ray")
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        archs = [ARCH, "128/LT-DCT-h2-512x1/SA-WMA-h2-512x1"]
+        out = build_many(archs, executor="ray", corpus=corpus, glue=str(RTE), tasks=["rte"],
+                         pretrain_config={**TINY_PRE, "steps": 30}, finetune_config={**TINY_FT, "max_train_examples": 64},
+                         results=str(tmp_path / "res"))
+    finally:
+        ray.shutdown()
+    assert [e["arch"] for e in out] == archs
+    for e in out:
+        validate_entry(e)
+    assert len(ResultsTable(tmp_path / "res").entries()) == 2
