@@ -205,6 +205,11 @@ class Benchmark:
               progress: bool) -> "Benchmark":
         from . import hub
 
+        if isinstance(source, str) and source not in ("auto", "local", "hub") and not source.startswith(("hub:", "release", "local:")):
+            raise ValueError(
+                f"source = {source!r} is not allowed; allowed values: 'auto', 'local', 'hub', 'release', "
+                "or a list of 'hub', 'hub:<endpoint>', 'release[:<folder|URL>]', 'local[:<folder>]'"
+            )
         hub_kw = dict(repo_id=repo_id or hub.DEFAULT_REPO_ID, revision=revision or hub.DEFAULT_REVISION, token=token, verify=verify, progress=progress)
         if source in ("auto", "local"):
             if repo_id is not None or revision is not None or endpoint is not None:
@@ -214,11 +219,6 @@ class Benchmark:
             raise ValueError(f"path only applies to source='auto' or 'local'; got source = {source!r}")
         if source == "hub":
             return cls(hub.download(hub_kw["repo_id"], hub_kw["revision"], endpoint=endpoint, token=token, verify=verify))
-        if isinstance(source, str) and not source.startswith(("hub:", "release", "local:")):
-            raise ValueError(
-                f"source = {source!r} is not allowed; allowed values: 'auto', 'local', 'hub', 'release', "
-                "or a list of 'hub', 'hub:<endpoint>', 'release[:<folder|URL>]', 'local[:<folder>]'"
-            )
         if endpoint is not None:
             raise ValueError("endpoint= applies to source='hub'; in a source list write 'hub:<endpoint>'")
         return cls(hub.fetch(source, **hub_kw))

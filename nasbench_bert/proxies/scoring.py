@@ -202,7 +202,7 @@ def score_stored(space: str = "flexibert", *, bench: Any = None, bootstrap: int 
 
     df, target = stored_values(space, bench)
     if space == "flexibert":
-        control, cols = "num_params_seed_compat", [*FLEXIBERT_PROXY_COLUMNS.values(), "num_params_faithful"]
+        control, cols = "num_params_faithful", [*FLEXIBERT_PROXY_COLUMNS.values(), "num_params_faithful"]
     else:
         control, cols = "num_params", ["num_params", *NLP_PROXY_COLUMNS.values()]
     return score(df, target, proxies=cols, space=space, control=control, bootstrap=bootstrap, seed=seed, bench=bench)
