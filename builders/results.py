@@ -22,6 +22,7 @@ import pandas as pd
 
 from nasbench_bert.spaces.flexibert import Arch
 from nasbench_bert.tables import RELEASE_TASK_NAMES
+from nasbench_bert.tables import _pid_alive as _alive
 
 
 class ArchClaimed(RuntimeError):
@@ -104,12 +105,3 @@ class ResultsTable:
             rows.append(row)
         return pd.DataFrame(rows)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

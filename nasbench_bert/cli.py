@@ -88,21 +88,7 @@ def cmd_export(args: argparse.Namespace) -> None:
     name = args.table
     df = bench.to_pandas() if name == "flexibert" else bench.data.table(name).to_pandas()
     out = Path(args.out)
-    if out.suffix not in (".csv", ".parquet"):
-        raise SystemExit(f"--out must end in .csv or .parquet, got {out.name!r}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # write beside the target and rename, so a failed export leaves no partial file
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".part")
-    os.close(fd)
-    try:
-        if out.suffix == ".csv":
-            df.to_csv(tmp, index=False)
-        else:
-            df.to_parquet(tmp, index=False)
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    _write_frame(df, out)  # atomic: a failed export leaves no partial file
     console.print(f"wrote {len(df):,} rows of {name} to {out}")
 
 
