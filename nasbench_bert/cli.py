@@ -206,9 +206,9 @@ def cmd_search(args: argparse.Namespace) -> None:
         console.print(f"{args.algorithm} ({args.mode}), seed {args.seed}: {len(t)} evaluations, "
                       f"{df.seconds.iloc[-1] / 3600:.1f} simulated hours, best GLUE {t.best_glue:.3f}: {t.best_arch}")
     elif args.scmd == "compare":
-        curves = search.compare(bench, args.algorithms.split(","), seeds=args.seeds, budget=args.budget, mode=args.mode)
-        end = curves[curves.evaluation == args.budget]
-        t = Table(title=f"best GLUE after {args.budget} evaluations, {args.seeds} seeds ({args.mode})")
+        curves = search.compare(bench, args.algorithms.split(","), seeds=args.seeds, budget=args.budget, mode=args.mode, axis=args.axis)
+        end = curves.groupby("algorithm", sort=False).tail(1)
+        t = Table(title=f"best GLUE at the end ({args.budget} evaluations), {args.seeds} seeds ({args.mode})")
         for c in ("algorithm", "mean", "std", "q25", "q75"):
             t.add_column(c)
         for r in end.itertuples():
@@ -328,6 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sc.add_argument("--seeds", type=int, default=20)
     sc.add_argument("--budget", type=int, default=100)
     sc.add_argument("--mode", default="tabular", choices=["tabular", "surrogate"])
+    sc.add_argument("--axis", default="evaluations", choices=["evaluations", "seconds"], help="x of the anytime curves")
     sc.add_argument("--out", default=None)
     sc.add_argument("--plot", default=None)
     ssub.add_parser("cv", help="surrogate cross-validation and the operation-type analysis")

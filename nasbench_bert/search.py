@@ -303,20 +303,39 @@ def run(algorithm: str, bench: Any, *, budget: int | None = 100, time_budget: fl
 
 
 def compare(bench: Any, algorithms: list[str] | None = None, seeds: int = 20, budget: int = 100,
-            mode: str = "tabular", **params: Any) -> pd.DataFrame:
-    """Several algorithms x seeds -> best-found GLUE after each evaluation: one row per
-    (algorithm, evaluation) with mean, std, and the 25/75% quantiles over seeds."""
+            mode: str = "tabular", axis: str = "evaluations", points: int = 100, **params: Any) -> pd.DataFrame:
+    """Several algorithms x seeds -> anytime curves of the best GLUE found.
+
+    ``axis="evaluations"``: one row per (algorithm, evaluation 1..budget).
+    ``axis="seconds"``: best GLUE found by each simulated training time, on a grid of
+    ``points`` times up to the longest run (a run that has not evaluated anything yet
+    counts as NaN and is left out of that point's statistics).
+    Columns: ``mean``, ``std``, ``q25``, ``q75`` over seeds, and ``n`` (runs counted).
+    ``params`` maps an algorithm name to its keyword arguments.
+    """
+    if axis not in ("evaluations", "seconds"):
+        raise ValueError(f"axis = {axis!r} is not allowed; allowed values: ['evaluations', 'seconds']")
+    runs = {alg: [run(alg, bench, budget=budget, seed=s, mode=mode, **(params.get(alg, {}))) for s in range(seeds)]
+            for alg in (algorithms or ["random", "regularized_evolution", "local_search"])}
+    if axis == "evaluations":
+        grid = np.arange(1, budget + 1)
+        x_of = lambda t: np.array([e["evaluation"] for e in t.evaluations])  # noqa: E731
+    else:
+        tmax = max(t.evaluations[-1]["seconds"] for ts in runs.values() for t in ts if t.evaluations)
+        grid = np.linspace(tmax / points, tmax, points)
+        x_of = lambda t: np.array([e["seconds"] for e in t.evaluations])  # noqa: E731
     rows = []
-    for alg in algorithms or ["random", "regularized_evolution", "local_search"]:
-        curves = []
-        for s in range(seeds):
-            t = run(alg, bench, budget=budget, seed=s, mode=mode, **(params.get(alg, {})))
-            b = [e["best_glue"] for e in t.evaluations]
-            curves.append(b + [b[-1]] * (budget - len(b)))
-        c = np.array(curves)
-        for i in range(budget):
-            rows.append({"algorithm": alg, "evaluation": i + 1, "mean": c[:, i].mean(), "std": c[:, i].std(),
-                         "q25": np.quantile(c[:, i], 0.25), "q75": np.quantile(c[:, i], 0.75), "seeds": seeds})
+    for alg, ts in runs.items():
+        c = np.full((len(ts), len(grid)), np.nan)
+        for i, t in enumerate(ts):
+            x, b = x_of(t), np.array([e["best_glue"] for e in t.evaluations])
+            k = np.searchsorted(x, grid, side="right") - 1  # last evaluation at or before each grid point
+            c[i, k >= 0] = b[k[k >= 0]]
+        for j, g in enumerate(grid):
+            col = c[:, j][np.isfinite(c[:, j])]
+            stats = (col.mean(), col.std(), np.quantile(col, 0.25), np.quantile(col, 0.75)) if len(col) else (np.nan,) * 4
+            rows.append({"algorithm": alg, axis[:-1] if axis == "evaluations" else "seconds": g, "mean": stats[0],
+                         "std": stats[1], "q25": stats[2], "q75": stats[3], "n": len(col), "seeds": seeds})
     return pd.DataFrame(rows)
 
 
@@ -327,11 +346,13 @@ def plot_comparison(curves: pd.DataFrame, path: str) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    x = "evaluation" if "evaluation" in curves else "seconds"
     fig, ax = plt.subplots(figsize=(5.5, 4), dpi=120)
     for alg, g in curves.groupby("algorithm", sort=False):
-        ax.plot(g.evaluation, g["mean"], label=alg)
-        ax.fill_between(g.evaluation, g.q25, g.q75, alpha=0.2)
-    ax.set_xlabel("evaluations")
+        xs = g[x] / 3600 if x == "seconds" else g[x]
+        ax.plot(xs, g["mean"], label=alg)
+        ax.fill_between(xs, g.q25, g.q75, alpha=0.2)
+    ax.set_xlabel("evaluations" if x == "evaluation" else "simulated training time (hours)")
     ax.set_ylabel("best GLUE found")
     ax.set_title(f"{int(curves.seeds.iloc[0])} seeds, mean and IQR", fontsize=9)
     ax.legend(fontsize=8)

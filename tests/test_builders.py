@@ -219,3 +219,18 @@ def test_ray_executor_on_a_local_instance(corpus, tmp_path):
     for e in out:
         validate_entry(e)
     assert len(ResultsTable(tmp_path / "res").entries()) == 2
+
+
+def test_hub_dataset_loader_on_local_data(tmp_path):
+    """The hf: path runs the real datasets.load_dataset code; a local folder in a
+    format datasets recognises stands in for the Hub."""
+    pytest.importorskip("datasets")
+    from builders.textdata import read_corpus
+
+    d = tmp_path / "owt"
+    d.mkdir()
+    (d / "train.txt").write_text("first document here\nsecond one\n\nthird\n")
+    docs = read_corpus(f"hf:{d}", max_documents=2)
+    assert docs == ["first document here", "second one"]
+    with pytest.raises(ValueError, match="corpus"):
+        read_corpus("ftp:x")

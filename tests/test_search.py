@@ -72,10 +72,16 @@ def test_bad_arguments_name_the_field(bench):
         search.run("etas", bench, budget=5, proxy="telepathy")
 
 
-def test_comparison_plot(bench, tmp_path):
+def test_comparison_plot_and_time_axis(bench, tmp_path):
     c = search.compare(bench, ["random", "local_search"], seeds=3, budget=20)
     p = search.plot_comparison(c, str(tmp_path / "c.png"))
     assert (tmp_path / "c.png").stat().st_size > 5000 and p.endswith("c.png")
+    ts = search.compare(bench, ["random"], seeds=3, budget=20, axis="seconds", points=50)
+    assert len(ts) == 50 and ts.seconds.is_monotonic_increasing
+    assert (np.diff(ts["mean"].dropna()) >= -1e-9).all() or ts["n"].nunique() > 1  # anytime: never worse
+    last = [search.run("random", bench, budget=20, seed=s).best_glue for s in range(3)]
+    assert ts["mean"].iloc[-1] == pytest.approx(np.mean(last))
+    search.plot_comparison(ts, str(tmp_path / "t.png"))
 
 
 # -- surrogate ----------------------------------------------------------------------------------
