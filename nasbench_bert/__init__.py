@@ -1,7 +1,10 @@
 """nasbench-bert: trained-architecture results for FlexiBERT/ELECTRA and NAS-Bench-NLP.
 
-``import nasbench_bert`` stays light (no torch): the lookup API needs only pandas,
-pyarrow and numpy. Models, proxies and builders live in subpackages that import torch.
+``import nasbench_bert`` stays light (no torch): the lookup API, the Hub download
+(:mod:`nasbench_bert.hub`), search (:mod:`nasbench_bert.search`) and the surrogate
+(:mod:`nasbench_bert.surrogate`) need only pandas, pyarrow, numpy and scipy. Models
+(:mod:`nasbench_bert.models`) and proxies (:mod:`nasbench_bert.proxies`) import torch;
+the entry builders live in the checkout's top-level ``builders`` package.
 
 >>> from nasbench_bert import Benchmark
 >>> bench = Benchmark.load()
@@ -14,7 +17,9 @@ from .errors import (
     DataIntegrityError, DataNotFoundError, InvalidArchitectureError, InvalidRecipeError,
     NasBenchError, NotEvaluatedError, OutOfBudgetError,
 )
+from .hub import SourceUnavailableWarning
 from .spaces import FLEXIBERT_SPACE, Arch, Layer, Recipe, parse_recipe, recipe_hash
+from .surrogate import SurrogateResult
 
 __version__ = "0.1.0"
 
@@ -23,4 +28,5 @@ __all__ = [
     "NasBenchError", "InvalidArchitectureError", "InvalidRecipeError", "NotEvaluatedError",
     "DataIntegrityError", "DataNotFoundError", "OutOfBudgetError",
     "FLEXIBERT_SPACE", "Arch", "Layer", "Recipe", "parse_recipe", "recipe_hash",
+    "SourceUnavailableWarning", "SurrogateResult",
 ]
