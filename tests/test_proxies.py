@@ -70,6 +70,13 @@ def test_score_matches_scipy_and_keeps_sign(bench):
     assert s3.kendall_tau == pytest.approx(kendalltau(n.hidden_covariance_layer1[m], -n.test_loss[m])[0])
 
 
+def test_wikitext2_target(bench):
+    w = bench.nlp.wikitext2
+    vals = w[["log_name"]].assign(p=-w.final_test_loss.to_numpy())
+    s = proxies.score(vals, "wikitext2_loss", proxies=["p"], space="nlp", bootstrap=0, control=None, bench=bench).iloc[0]
+    assert s.kendall_tau == pytest.approx(1.0) and s.n == int(w.final_test_loss.notna().sum()) == 341
+
+
 def test_bootstrap_topk_and_partial(bench):
     df, _ = proxies.scoring.stored_values("flexibert", bench)
     s = proxies.score(df, "glue", proxies=["head_confidence", "num_params_seed_compat"], control="num_params_seed_compat",

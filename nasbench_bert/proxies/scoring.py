@@ -161,7 +161,7 @@ def _lookup(df: pd.DataFrame, target: str, bench: Any) -> np.ndarray:
         bench = Benchmark.load(progress=False)
     if target in ("test_loss", "wikitext2_loss") or (target == "num_params" and ("log_name" in df or "recipe_id" in df)):
         table = bench.nlp.ptb if target != "wikitext2_loss" else bench.nlp.wikitext2
-        col = {"wikitext2_loss": "test_loss"}.get(target, target)
+        col = {"wikitext2_loss": "final_test_loss"}.get(target, target)  # NaN for the 4 diverged runs
         if "log_name" in df:
             m = dict(zip(table.log_name, table[col]))
             return np.array([m.get(k, np.nan) for k in df.log_name], dtype=float)
