@@ -194,11 +194,16 @@ def _local_search(ev: _Evaluator, rng: np.random.Generator, **_: Any) -> None:
 
 
 def _etas(ev: _Evaluator, rng: np.random.Generator, proxy: str | Callable[[list[Arch]], np.ndarray] = "ntsr",
-          n0: int = 300, parents: int = 3, iterations: int = 10, candidates: int = 100, top: int = 3,
+          n0: int = 300, parents: int = 3, candidates: int = 100, top: int = 3,
           mutation_prob: float = 0.35, proxy_batch: dict[str, Any] | None = None, **_: Any) -> None:
     """ETAS (Yang & Liu, 2024): rank N0 sampled archs by a zero-cost proxy, evaluate the
     top n0 as parents; each iteration mutates the parents into N_m candidates, ranks
     them by the proxy, evaluates the top n_m, and keeps the best n0 evaluated."""
+    for name, v in (("n0", n0), ("parents", parents), ("candidates", candidates), ("top", top)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name} = {v!r} is not allowed; allowed: a positive integer")
+    if not 0 <= mutation_prob <= 1:
+        raise ValueError(f"mutation_prob = {mutation_prob!r} is not allowed; allowed: 0 <= p <= 1")
     score = _proxy_scorer(proxy, proxy_batch, ev)
     pool = _distinct(ev, [ev.sample(rng) for _ in range(n0)])
     ranked = [pool[i] for i in np.argsort(-score(pool), kind="stable")]
@@ -208,9 +213,9 @@ def _etas(ev: _Evaluator, rng: np.random.Generator, proxy: str | Callable[[list[
         if g is None:
             return
         evaluated[a] = g
-    it = 0
-    while not ev.exhausted() and it < max(iterations, 1) * 1000:
-        it += 1
+    # the paper runs M = 10 rounds; here the budget decides how many, so that ETAS is
+    # compared with the other algorithms at equal cost (every round evaluates >= 1 arch)
+    while not ev.exhausted():
         par = sorted(evaluated, key=evaluated.get, reverse=True)[:parents]
         cands = []
         for _ in range(candidates):
@@ -225,8 +230,6 @@ def _etas(ev: _Evaluator, rng: np.random.Generator, proxy: str | Callable[[list[
             if g is None:
                 return
             evaluated[cands[i]] = g
-        if it >= iterations and ev.budget is None and ev.time_budget is None:
-            return
 
 
 def _distinct(ev: _Evaluator, archs: list[Arch]) -> list[Arch]:
@@ -239,8 +242,9 @@ def _proxy_scorer(proxy: Any, batch: dict[str, Any] | None, ev: _Evaluator) -> C
         return lambda archs: np.asarray(proxy(archs), dtype=float)
     if not isinstance(proxy, str):
         raise ValueError(f"proxy = {proxy!r} is not allowed; allowed: a registered proxy name, 'ntsr', or a callable")
-    stored = {"head_confidence", "head_confidence_norm", "num_params_seed_compat", "synaptic_saliency",
-              "activation_distance", "jacobian_cosine", "head_importance", "synaptic_diversity"}
+    from .tables import FLEXIBERT_PROXY_COLUMNS
+
+    stored = set(FLEXIBERT_PROXY_COLUMNS.values())  # the release's stored columns
     if proxy in stored and ev.mode == "tabular":
         t = ev.bench.data.table("flexibert_proxies").to_pandas().set_index("id")[proxy]
         by_arch: dict[Arch, float] = {}
@@ -296,6 +300,12 @@ def run(algorithm: str, bench: Any, *, budget: int | None = 100, time_budget: fl
         raise ValueError(f"time_budget = {time_budget!r} is not allowed; allowed: positive simulated seconds")
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ValueError(f"seed = {seed!r} is not allowed; allowed: an integer")
+    import inspect
+
+    known = [p for p in inspect.signature(_IMPL[algorithm]).parameters if p not in ("ev", "rng", "_")]
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise ValueError(f"parameter(s) {unknown} not allowed for algorithm {algorithm!r}; allowed: {known}")
     traj = Trajectory(algorithm, seed, mode)
     ev = _Evaluator(bench, mode, budget, time_budget, traj)
     _IMPL[algorithm](ev, np.random.default_rng(seed), **params)
@@ -315,8 +325,12 @@ def compare(bench: Any, algorithms: list[str] | None = None, seeds: int = 20, bu
     """
     if axis not in ("evaluations", "seconds"):
         raise ValueError(f"axis = {axis!r} is not allowed; allowed values: ['evaluations', 'seconds']")
+    algs = algorithms or ["random", "regularized_evolution", "local_search"]
+    stray = sorted(set(params) - set(algs))
+    if stray:
+        raise ValueError(f"{stray} are not among algorithms = {algs}; pass per-algorithm settings as <algorithm>={{...}}")
     runs = {alg: [run(alg, bench, budget=budget, seed=s, mode=mode, **(params.get(alg, {}))) for s in range(seeds)]
-            for alg in (algorithms or ["random", "regularized_evolution", "local_search"])}
+            for alg in algs}
     if axis == "evaluations":
         grid = np.arange(1, budget + 1)
         x_of = lambda t: np.array([e["evaluation"] for e in t.evaluations])  # noqa: E731

@@ -70,6 +70,10 @@ def test_bad_arguments_name_the_field(bench):
         search.run("random", bench, mode="oracle")
     with pytest.raises(ValueError, match="proxy"):
         search.run("etas", bench, budget=5, proxy="telepathy")
+    with pytest.raises(ValueError, match="population_size"):
+        search.run("random", bench, budget=5, population_size=5)  # a typo is never ignored silently
+    with pytest.raises(ValueError, match="top"):
+        search.run("etas", bench, budget=5, proxy="head_confidence", top=0)
 
 
 def test_comparison_plot_and_time_axis(bench, tmp_path):
