@@ -87,8 +87,8 @@ def build_entry(
     bad = [t for t in tasks if t not in TASKS]
     if bad:
         raise ValueError(f"tasks = {bad} not allowed; allowed values: {sorted(TASKS)}")
-    pc = pretrain_config if isinstance(pretrain_config, PretrainConfig) else PretrainConfig(**{"corpus": corpus, **(pretrain_config or {})})
-    fc = finetune_config if isinstance(finetune_config, FinetuneConfig) else FinetuneConfig(**(finetune_config or {}))
+    pc = pretrain_config if isinstance(pretrain_config, PretrainConfig) else _config(PretrainConfig, {"corpus": corpus, **(pretrain_config or {})}, "pretrain_config")
+    fc = finetune_config if isinstance(finetune_config, FinetuneConfig) else _config(FinetuneConfig, finetune_config or {}, "finetune_config")
     dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
     table = ResultsTable(results) if results is not None else None
     if table is not None and table.has(a):
@@ -125,6 +125,14 @@ def build_entry(
         if table.has(a):  # finished by another builder while we waited
             return table.get(a)
         return work()
+
+
+def _config(cls: Any, values: dict[str, Any], what: str) -> Any:
+    allowed = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(values) - set(allowed))
+    if unknown:
+        raise ValueError(f"{what} field(s) {unknown} not allowed; allowed: {allowed}")
+    return cls(**values)
 
 
 def build_many(archs: Iterable[Any], *, executor: str = "local", ray_address: str | None = None, **kw: Any) -> list[dict[str, Any] | None]:

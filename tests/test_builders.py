@@ -76,6 +76,10 @@ def test_schedule_and_layerwise_decay():
     assert n == sum(p.numel() for p in m.parameters())  # every parameter in exactly one group
     with pytest.raises(ValueError, match="mask_prob"):
         PretrainConfig(mask_prob=1.5)
+    with pytest.raises(ValueError, match="stepz"):
+        build_entry(ARCH, pretrain_config={"stepz": 3})
+    with pytest.raises(ValueError, match="tasks"):
+        build_entry(ARCH, tasks=["wnli"])
 
 
 # -- pretraining --------------------------------------------------------------------------------------

@@ -274,6 +274,8 @@ def test_glue_and_text_sources(tmp_path):
     txt.write_text("the cat sat on the mat\n" * 50)
     nb = proxies.make_batch(proxies.BatchSpec(source=f"text:{txt}", space="nlp", batch_size=2, seq_len=5, vocab_size=100))
     assert nb.input_ids.shape == (5, 2)
+    with pytest.raises(ValueError, match="batchsize"):
+        proxies.compute([0], ["num_params"], batch={"batchsize": 4})
     for bad, field in [({"batch_size": 1}, "batch_size"), ({"seq_len": 600}, "seq_len"), ({"source": "ftp"}, "source"),
                        ({"space": "cnn"}, "space")]:
         with pytest.raises(ValueError, match=field):

@@ -45,10 +45,18 @@ def resolve_proxies(space: str, proxies: Iterable[str] | str | None) -> tuple[li
 
 
 def default_batch(space: str, vocab_size: int | None = None, **kw: Any) -> BatchSpec:
+    import dataclasses
+
+    allowed = [f.name for f in dataclasses.fields(BatchSpec) if f.name != "space"]
+    unknown = sorted(set(kw) - set(allowed))
+    if unknown:
+        raise ValueError(f"batch field(s) {unknown} not allowed; allowed: {allowed}")
+    if vocab_size is not None:
+        kw["vocab_size"] = vocab_size
     d = dict(DEFAULT_BERT if space == "flexibert" else DEFAULT_NLP)
     d.update(kw)
     if space == "nlp":
-        d.setdefault("vocab_size", vocab_size or PTB_VOCAB)
+        d.setdefault("vocab_size", PTB_VOCAB)
     return BatchSpec(space=space, **d)
 
 
