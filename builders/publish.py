@@ -84,6 +84,22 @@ or directly with `datasets.load_dataset("<this repo>", "flexibert")`.
 `{VERSION_DIR}/{MANIFEST}` records the sha256 and size of every table and of every release
 file the tables were built from; `nasbench-bert` refuses files that do not match it.
 
+## What is known about the data
+
+* **Operation types.** In the released TensorFlow training code the per-layer operation
+  type is compared with `is` against string literals, so every layer may have been
+  trained as scaled dot-product attention. Measured on these 500 runs: adding the
+  per-layer operation fields to hidden size, depth, heads and feed-forward settings
+  raises the OLS R² of GLUE from 0.765 to 0.771 (partial F-test p = 0.85; permutation
+  test p = 0.84). Treat per-operation conclusions with care.
+* **Repeats.** 9 FlexiBERT archs appear twice among the 500 ids (GLUE differs by 0.67 on
+  average, 2.02 at most); 52 NAS-Bench-NLP WikiText-2 cells appear under several recipe
+  ids; 4 WikiText-2 runs diverged (their final loss is NaN).
+* **Stored proxies** (`flexibert_proxies`) were computed on a model that ignores each
+  arch's hidden size and feed-forward width (hidden 256, feed-forward 1024 for all); its
+  raw activation-distance column counts each activation many times (use the normalised
+  one).
+
 ## Provenance and licences
 
 * `flexibert*` tables: built from the release of Serianni & Kalita (ACL 2023),

@@ -62,6 +62,7 @@ def test_publish_is_one_commit_with_card_manifest_and_tables(hub, data_dir):
     assert set(meta["license"]) == {"cc-by-4.0", "apache-2.0"}
     assert {c["config_name"]: c["data_files"][0]["path"] for c in meta["configs"]} == {n: f"v1/{n}.parquet" for n in TABLES}
     assert "serianni2023training" in card and "klyuchnikov2022nasbenchnlp" in card
+    assert "## What is known about the data" in card and "Operation types" in card
 
 
 def test_download_load_query_equals_local(hub, cache, bench):
