@@ -18,7 +18,6 @@ Every value is cached per arch (``--cache``), so an interrupted study resumes.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import time
 from pathlib import Path

@@ -13,7 +13,6 @@ release's decimal strings exactly, so every stored value equals the release valu
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 import os

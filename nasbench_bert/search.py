@@ -25,7 +25,6 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from .errors import InvalidArchitectureError
 from .spaces.flexibert import FLEXIBERT_SPACE, SPACE_SIZE, Arch, arch_at
 
 ALGORITHMS = ("random", "regularized_evolution", "local_search", "etas")
@@ -68,7 +67,6 @@ class _Evaluator:
         if mode == "tabular":
             from .benchmark import _encode
 
-            df = bench.to_pandas()
             # distinct archs (a repeated arch is one candidate; query() gives its lowest id)
             self.archs: list[Arch] = list(dict.fromkeys(bench.archs))
             res = [bench.query(a, charge=False) for a in self.archs]

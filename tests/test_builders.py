@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +18,7 @@ torch = pytest.importorskip("torch")
 
 from conftest import ROOT, UPSTREAM  # noqa: E402
 from builders.entry import build_entry, build_many, validate_entry  # noqa: E402
-from builders.glue import TASKS, FinetuneConfig, f1_binary, layerwise_groups, mcc, pearson, read_split, spearman  # noqa: E402
+from builders.glue import TASKS, f1_binary, layerwise_groups, mcc, pearson, read_split, spearman  # noqa: E402
 from builders.pretrain import PretrainConfig, pretrain, schedule  # noqa: E402
 from builders.results import ArchClaimed, ResultsTable  # noqa: E402
 from nasbench_bert import Benchmark  # noqa: E402

@@ -3,9 +3,7 @@ failure isolation, numerics and scoring."""
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import signal
 import subprocess
 import sys
@@ -23,7 +21,7 @@ from nasbench_bert import proxies  # noqa: E402
 from nasbench_bert.proxies import engine  # noqa: E402
 from nasbench_bert.proxies.bert import sept_value  # noqa: E402
 from nasbench_bert.proxies.common import cosine_score, covariance_score  # noqa: E402
-from nasbench_bert.proxies.scoring import partial_tau, strata_tau, top_k_precision  # noqa: E402
+from nasbench_bert.proxies.scoring import strata_tau, top_k_precision  # noqa: E402
 
 SMALL = {"batch_size": 2, "seq_len": 16}
 

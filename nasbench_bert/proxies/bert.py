@@ -13,7 +13,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..models.flexibert import FeedForward
 from ..models.flops import flexibert_flops
 from .common import binary_kernel, cosine_score, covariance_score, tsum
 from .engine import Capture

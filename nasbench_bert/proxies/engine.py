@@ -19,13 +19,13 @@ from typing import Any, Iterable
 import torch
 from torch import nn
 
-from ..models.flexibert import FeedForward, LTOperation, SelfAttention, build_flexibert
+from ..models.flexibert import LTOperation, SelfAttention, build_flexibert
 from ..models.nlp_rnn import build_nlp_rnn
 from ..sizes import check_semantics
 from ..spaces.flexibert import Arch
 from ..spaces.nlp import Recipe
 from .inputs import Batch, BatchSpec
-from .registry import Proxy, ProxyValue
+from .registry import Proxy
 
 
 @dataclass
