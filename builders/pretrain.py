@@ -3,7 +3,10 @@
 Defaults are the paper's Table 2 (ELECTRA-Small): 100,000 steps, batch 128, sequence
 128, learning rate 5e-4 with 10,000 warm-up steps and linear decay, Adam (eps 1e-6,
 weight decay 0.01), 15 % masking, discriminator loss weight 50, generator at 1/4 of
-the discriminator's width sharing the token embeddings.
+the discriminator's width sharing the token embeddings. The model is
+``ElectraPair(arch, semantics)``: by default ``as_trained``, the model the authors'
+TensorFlow code trained (ELECTRA's init, LayerNorm eps 1e-12, dropout 0.1 on hidden
+states and attention probabilities).
 
 Reproducibility: the batch, the mask, the generator's samples and dropout at step ``s``
 are all drawn from generators seeded by ``(seed, s)``, and a checkpoint stores model,
@@ -27,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from nasbench_bert.models import ElectraPair
+from nasbench_bert.semantics import get_semantics
 from nasbench_bert.spaces.flexibert import Arch
 
 from .textdata import TextTokenizer, load_tokenizer, pack, read_corpus
@@ -45,7 +49,7 @@ class PretrainConfig:
     mask_prob: float = 0.15
     disc_weight: float = 50.0
     seed: int = 0
-    semantics: str = "faithful"
+    semantics: str = "as_trained"  # see nasbench_bert.semantics
     corpus: str = "hf:openwebtext"
     max_documents: int | None = None
     vocab_size: int = 30522
@@ -61,6 +65,7 @@ class PretrainConfig:
             raise ValueError(f"mask_prob = {self.mask_prob!r} is not allowed; allowed: 0 < mask_prob < 1")
         if self.seq_len > 512:
             raise ValueError(f"seq_len = {self.seq_len} is not allowed; allowed: 4 ... 512")
+        self.semantics = get_semantics(self.semantics).name  # old names accepted, stored canonical
 
 
 @dataclass

@@ -145,13 +145,15 @@ def flexibert_table(entries: list[dict[str, Any]]) -> pa.Table:
     for k in hp_keys:
         vals = [e["hparams"].get(k) for e in entries]
         cols[f"hp_{k}"] = pa.array(vals)
-    cols["num_params"] = pa.array([flexibert_num_params(a, "faithful") for a in archs], pa.int64())
-    cols["num_params_seed_compat"] = pa.array([flexibert_num_params(a, "seed_compat") for a in archs], pa.int64())
+    cols["num_params"] = pa.array([flexibert_num_params(a, "as_specified") for a in archs], pa.int64())
+    cols["num_params_seed_compat"] = pa.array([flexibert_num_params(a, "authors") for a in archs], pa.int64())
+    cols["num_params_as_trained"] = pa.array([flexibert_num_params(a, "as_trained") for a in archs], pa.int64())
     cols["pretrain_steps"] = pa.array([int(e["hparams"]["num_train_steps"]) for e in entries], pa.int32())
     meta = {
-        b"num_params": b"faithful semantics: the arch as specified (encoder only, no task heads)",
-        b"num_params_seed_compat": b"seed_compat semantics: the model the stored proxies were computed on; equals the stored 'Number of Parameters'",
-        b"operations": b"The released TensorFlow training code may have trained every layer as scaled dot-product attention (see README, 'Did the operation types reach the trained models?')",
+        b"num_params": b"semantics as_specified (old name faithful): the arch as the paper's Table 1 specifies it (encoder only, no task heads)",
+        b"num_params_seed_compat": b"semantics authors (old name seed_compat): the authors' PyTorch proxy model, on which the stored proxies were computed; equals the stored 'Number of Parameters'",
+        b"num_params_as_trained": b"semantics as_trained: the encoder the authors' TensorFlow code built and trained (equals its trainable variables for all 500 archs)",
+        b"operations": b"The authors' TensorFlow code compared operation types with 'is', so every layer was trained as scaled dot-product attention (semantics as_trained; see docs/errata.md)",
         b"tasks": b"GLUE dev scores x100: cola=MCC, stsb=Spearman, others accuracy; glue = release mean of the 8 tasks",
     }
     return pa.table(cols).replace_schema_metadata(meta)
@@ -194,7 +196,7 @@ def flexibert_proxies_table(path: Path, bench: list[dict[str, Any]]) -> pa.Table
             cols[name] = pa.array([int(float(r[j])) for r in rows], pa.int64())
         else:
             cols[name] = pa.array([_num(r[j]) for r in rows], pa.float64())
-    meta = {b"semantics": b"seed_compat", b"jacobian_cosine": b"the CSV column 'Jacobian Score Normalized'"}
+    meta = {b"semantics": b"authors", b"jacobian_cosine": b"the CSV column 'Jacobian Score Normalized'"}
     return pa.table(cols).replace_schema_metadata(meta)
 
 

@@ -30,6 +30,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .errors import DataNotFoundError, InvalidArchitectureError, NotEvaluatedError, OutOfBudgetError
+from .semantics import AS_TRAINED, SemanticsLike, get_semantics
 from .sizes import flexibert_num_params
 from .spaces.flexibert import FLEXIBERT_SPACE, LAYER_FIELDS, Arch, ArchLike, arch_at
 from .spaces.nlp import Recipe, isomorphic, parse_recipe, recipe_hash
@@ -42,7 +43,13 @@ NLP_DATASETS: tuple[str, ...] = ("ptb", "wikitext2")
 # -- results -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class FlexiBERTResult:
-    """One benchmark entry. Scores are GLUE dev scores x100 (CoLA: MCC, STS-B: Spearman)."""
+    """One benchmark entry. Scores are GLUE dev scores x100 (CoLA: MCC, STS-B: Spearman).
+
+    Parameter counts belong to a semantics (:mod:`nasbench_bert.semantics`):
+    ``num_params_as_trained`` is the model that earned these scores;
+    ``num_params`` is the arch as specified (the 0.1 meaning, kept) and
+    ``num_params_seed_compat`` the authors' proxy model. :meth:`params` takes a name.
+    """
 
     id: int | None
     arch: Arch
@@ -51,10 +58,14 @@ class FlexiBERTResult:
     time_to_train: float
     num_params: int
     num_params_seed_compat: int
+    num_params_as_trained: int
     pretrain_steps: int
     hparams: Mapping[str, Any]
     source: str = "bundled"
     other_ids: tuple[int, ...] = ()  # the same arch trained again under other ids
+    #: the semantics of the model that was trained for these scores: ``as_trained`` for
+    #: the release; a regenerated entry records its own
+    semantics: str = "as_trained"
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -62,6 +73,11 @@ class FlexiBERTResult:
         d["scores"] = dict(self.scores)
         d["hparams"] = dict(self.hparams)
         return d
+
+    def params(self, semantics: SemanticsLike = AS_TRAINED) -> int:
+        """The parameter count of this arch's encoder under ``semantics``."""
+        return {"as_specified": self.num_params, "authors": self.num_params_seed_compat,
+                "as_trained": self.num_params_as_trained}[get_semantics(semantics).name]
 
 
 @dataclass(frozen=True)
@@ -302,6 +318,7 @@ class Benchmark:
                 time_to_train=c["time_to_train"][row],
                 num_params=c["num_params"][row],
                 num_params_seed_compat=c["num_params_seed_compat"][row],
+                num_params_as_trained=c["num_params_as_trained"][row],
                 pretrain_steps=c["pretrain_steps"][row],
                 hparams=MappingProxyType(hp),
                 other_ids=tuple(c["id"][j] for j in self._runs[self._archs[row]] if j != row),
@@ -356,9 +373,11 @@ class Benchmark:
             scores = {RELEASE_TASK_NAMES.get(k, k): v for k, v in e["scores"].items() if k != "glue"}
             reg.setdefault(a, []).append(FlexiBERTResult(
                 id=e.get("id"), arch=a, scores=MappingProxyType(scores), glue=e["scores"]["glue"],
-                time_to_train=e["time_to_train"], num_params=e.get("num_params") or flexibert_num_params(a),
-                num_params_seed_compat=flexibert_num_params(a, "seed_compat"), pretrain_steps=e["hparams"]["num_train_steps"],
-                hparams=MappingProxyType(dict(e["hparams"])), source="regenerated"))
+                time_to_train=e["time_to_train"], num_params=flexibert_num_params(a, "as_specified"),
+                num_params_seed_compat=flexibert_num_params(a, "authors"),
+                num_params_as_trained=flexibert_num_params(a, "as_trained"), pretrain_steps=e["hparams"]["num_train_steps"],
+                hparams=MappingProxyType(dict(e["hparams"])), source="regenerated",
+                semantics=get_semantics(e.get("semantics", "as_specified")).name))
             n += 1
         return n
 
@@ -451,13 +470,14 @@ class Benchmark:
         only: str | None = None,
         min_params: int | None = None,
         max_params: int | None = None,
-        semantics: str = "faithful",
+        semantics: SemanticsLike = "faithful",
     ) -> pd.DataFrame:
         """Rows matching every given condition.
 
         ``contains`` / ``only`` take an operation type (``"SA"``, ``"LT"``, ``"DSC"``) or
         an operation (``"SA-WMA"``, ``"DSC-9"``): at least one layer / every layer uses it.
-        Parameter bounds use the ``semantics`` count (``faithful`` or ``seed_compat``).
+        Parameter bounds use the ``semantics`` count: ``"as_trained"``, ``"as_specified"``
+        (the default; old name ``"faithful"``) or ``"authors"`` (old name ``"seed_compat"``).
         """
         df = self._frame()
         mask = np.ones(len(df), dtype=bool)
@@ -478,9 +498,8 @@ class Benchmark:
                 mask &= np.where(present, hits, True).all(axis=1)
             else:
                 mask &= (hits & present).any(axis=1)
-        col = {"faithful": "num_params", "seed_compat": "num_params_seed_compat"}.get(semantics)
-        if col is None:
-            raise ValueError(f"semantics = {semantics!r} is not allowed; allowed values: ['faithful', 'seed_compat']")
+        col = {"as_specified": "num_params", "authors": "num_params_seed_compat",
+               "as_trained": "num_params_as_trained"}[get_semantics(semantics).name]
         if min_params is not None:
             mask &= (df[col] >= min_params).to_numpy()
         if max_params is not None:
@@ -547,6 +566,7 @@ class Benchmark:
             id=base.id, arch=base.arch, scores=MappingProxyType({t: float(rec[t]) for t in GLUE_TASKS}),
             glue=float(rec["glue"]), time_to_train=base.time_to_train * steps / FINAL_STEPS,
             num_params=base.num_params, num_params_seed_compat=base.num_params_seed_compat,
+            num_params_as_trained=base.num_params_as_trained,
             pretrain_steps=int(steps), hparams=base.hparams, source="curve",
         )
         if charge:

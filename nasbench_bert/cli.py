@@ -15,6 +15,7 @@ from rich.table import Table
 
 from .benchmark import Benchmark
 from .errors import NasBenchError
+from .semantics import SEMANTICS_NAMES
 
 console = Console()
 
@@ -162,7 +163,7 @@ def cmd_proxies_compute(args: argparse.Namespace) -> None:
         if args.dataset == "wikitext2":
             batch["vocab_size"] = 33278
     names = args.proxies.split(",") if "," in args.proxies else args.proxies
-    df = proxies.compute(items, names, semantics=args.semantics, seed=args.seed, batch=batch, space=args.space,
+    df = proxies.compute(items, names, semantics=args.semantics, seed=args.seed, batch=batch, space=args.space, dtype=args.dtype,
                          bench=bench, cache=args.cache, jobs=args.jobs, progress=not args.quiet)
     _write_frame(df, Path(args.out))
     console.print(f"wrote {len(df)} rows ({int(df.error.notna().sum())} errors, {int(df.cached.sum())} from cache) to {args.out}")
@@ -242,7 +243,7 @@ def cmd_build_entry(args: argparse.Namespace) -> None:
                              "batch_size": args.finetune_batch_size}.items() if v is not None}
     out = build_many(archs, executor=args.executor, ray_address=args.ray_address, corpus=args.corpus, glue=args.glue,
                      tasks=args.tasks.split(",") if args.tasks else None, pretrain_config=pre, finetune_config=fin,
-                     results=args.results, workdir=args.workdir)
+                     results=args.results, workdir=args.workdir, semantics=args.semantics)
     for a, e in zip(archs, out):
         if e is None:
             console.print(f"{a}: claimed by another builder, skipped")
@@ -297,7 +298,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     pc.add_argument("--ids", default="all", help="FlexiBERT ids / NLP row numbers: 'all' or '0-99,250'")
     pc.add_argument("--dataset", default="ptb", choices=["ptb", "wikitext2"], help="NLP: whose recipes and vocabulary")
     pc.add_argument("--proxies", default="paper", help="names (comma-separated) or a group: paper, etas, baseline, all")
-    pc.add_argument("--semantics", default="faithful", choices=["faithful", "seed_compat"])
+    pc.add_argument("--semantics", default="as_trained", choices=list(SEMANTICS_NAMES),
+                    help="model and proxy protocol: as_trained (default), as_specified (=faithful), authors (=seed_compat)")
+    pc.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     pc.add_argument("--seed", type=int, default=0)
     pc.add_argument("--batch-size", type=int, default=None)
     pc.add_argument("--seq-len", type=int, default=None)
@@ -350,6 +353,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     be.add_argument("--finetune-batch-size", type=int, default=None)
     be.add_argument("--results", default=None, help="results table folder (skip finished, safe for parallel builders)")
     be.add_argument("--workdir", default=None, help="checkpoints (a killed build resumes)")
+    be.add_argument("--semantics", default="as_trained", choices=list(SEMANTICS_NAMES),
+                    help="the model to train: as_trained (the benchmark's; default) or as_specified (a corrected benchmark)")
     be.add_argument("--executor", default="local", choices=["local", "ray"])
     be.add_argument("--ray-address", default=None)
     be.add_argument("--json", action="store_true")

@@ -1,41 +1,39 @@
 """Analytic parameter counts, without torch.
 
 The lookup tables carry parameter counts, and ``import nasbench_bert`` must stay light,
-so the counts are computed here from the layer shapes. :mod:`nasbench_bert.models`
-builds the same layers in torch and the tests check, for every benchmark entry, that
-``sum(p.numel() for p in model.parameters())`` equals these numbers.
-
-Two FlexiBERT semantics exist (see DATA-NOTES and :mod:`nasbench_bert.models`):
-
-* ``"faithful"`` - the arch as specified: its hidden size H and, per layer, a stack of
-  ``num_feed_forward`` Linear layers of width ``feed_forward_dimension``;
-* ``"seed_compat"`` - the model the paper's stored proxy table was computed on: H = 256
-  and feed-forward width 1024 for every arch. Its counts equal the stored
-  "Number of Parameters" column for all 500 benchmark archs.
+so the counts are computed here from the :class:`~nasbench_bert.semantics.ModelPlan`
+that :mod:`nasbench_bert.semantics` makes for each arch. :mod:`nasbench_bert.models`
+builds the same plan in torch and the tests check, for every benchmark entry and every
+semantics, that ``sum(p.numel() for p in model.parameters())`` equals these numbers,
+that the ``authors`` counts equal the stored "Number of Parameters" column, and that
+the ``as_trained`` counts equal the variables of the authors' TensorFlow graph.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
-from .spaces.flexibert import Arch, Layer
+from .semantics import (
+    AS_SPECIFIED, EMBEDDING_SIZE, MAX_POSITIONS, SEMANTICS, TYPE_VOCAB, VOCAB_SIZE, LayerPlan, ModelPlan,
+    SemanticsLike, get_semantics,
+)
+from .spaces.flexibert import Arch
 from .spaces.nlp import parse_recipe
 
-Semantics = Literal["faithful", "seed_compat"]
-SEMANTICS: tuple[str, ...] = ("faithful", "seed_compat")
-
-VOCAB_SIZE = 30522
-MAX_POSITIONS = 512
-TYPE_VOCAB = 2
-EMBEDDING_SIZE = 128
+#: the authors' proxy model's fixed widths (kept for code written against 0.1)
 SEED_COMPAT_HIDDEN = 256
 SEED_COMPAT_FF = 1024
 
+__all__ = [
+    "EMBEDDING_SIZE", "MAX_POSITIONS", "TYPE_VOCAB", "VOCAB_SIZE", "SEMANTICS", "check_semantics",
+    "flexibert_num_params", "plan_num_params", "operation_params", "feed_forward_params", "embedding_params",
+    "nlp_num_params", "nlp_cell_params", "PTB_VOCAB", "WIKITEXT2_VOCAB", "NLP_EMBEDDING", "NLP_HIDDEN",
+]
+
 
 def check_semantics(semantics: Any) -> str:
-    if semantics not in SEMANTICS:
-        raise ValueError(f"semantics = {semantics!r} is not allowed; allowed values: {list(SEMANTICS)}")
-    return str(semantics)
+    """The canonical name of ``semantics`` (old names accepted); ValueError otherwise."""
+    return get_semantics(semantics).name
 
 
 def _linear(i: int, o: int, bias: bool = True) -> int:
@@ -46,20 +44,17 @@ def _layer_norm(d: int) -> int:
     return 2 * d
 
 
-def operation_params(layer: Layer, hidden: int) -> int:
-    """Parameters of one layer's token-mixing operation, its output projection included."""
+def operation_params(layer: LayerPlan, hidden: int) -> int:
+    """Parameters of one layer's token mixing, its output projection included."""
     H = hidden
-    t = layer.operation_type
-    if t == "SA":
+    if layer.mixing in ("SDP", "WMA"):
         n = 3 * _linear(H, H) + _linear(H, H) + _layer_norm(H)
-        if layer.operation_parameter == "WMA":
-            n += H * H
-        return n
-    if t == "LT":
-        return _linear(H, H)
+        return n + (H * H if layer.mixing == "WMA" else 0)
+    if layer.mixing in ("DFT", "DCT"):
+        return _linear(H, H)  # one input Linear; no output projection, no LayerNorm
     # DSC: half the width goes through attention heads, half through a dynamic conv
-    k = int(layer.operation_parameter)
-    heads = max(layer.num_operation_heads // 2, 1)
+    k = int(layer.kernel or 0)
+    heads = max(layer.heads // 2, 1)
     A = H // 2
     n = 3 * _linear(H, A)
     n += H * k + H * A + A  # depthwise (no bias), pointwise (no bias), one shared bias
@@ -69,8 +64,10 @@ def operation_params(layer: Layer, hidden: int) -> int:
     return n
 
 
-def feed_forward_params(hidden: int, width: int, depth: int) -> int:
-    return _linear(hidden, width) + (depth - 1) * _linear(width, width) + _linear(width, hidden) + _layer_norm(hidden)
+def feed_forward_params(hidden: int, widths: tuple[int, ...]) -> int:
+    """H -> widths[0] -> ... -> widths[-1] -> H, plus the closing LayerNorm."""
+    dims = (hidden, *widths, hidden)
+    return sum(_linear(a, b) for a, b in zip(dims[:-1], dims[1:])) + _layer_norm(hidden)
 
 
 def embedding_params(hidden: int) -> int:
@@ -80,16 +77,19 @@ def embedding_params(hidden: int) -> int:
     return n
 
 
-def flexibert_num_params(arch: Arch | Any, semantics: str = "faithful") -> int:
-    """Parameter count of the FlexiBERT encoder (embeddings + layers, no task heads)."""
-    a = Arch.coerce(arch)
-    check_semantics(semantics)
-    H = a.hidden_size if semantics == "faithful" else SEED_COMPAT_HIDDEN
-    n = embedding_params(H)
-    for layer in a.layers:
-        width = layer.feed_forward_dimension if semantics == "faithful" else SEED_COMPAT_FF
-        n += operation_params(layer, H) + feed_forward_params(H, width, layer.num_feed_forward)
+def plan_num_params(plan: ModelPlan, *, embeddings: bool = True) -> int:
+    """Parameter count of a :class:`ModelPlan` (embeddings, projection and encoder)."""
+    n = embedding_params(plan.hidden) if embeddings else 0
+    for layer in plan.layers:
+        n += operation_params(layer, plan.hidden) + feed_forward_params(plan.hidden, layer.ff_widths)
     return n
+
+
+def flexibert_num_params(arch: Arch | Any, semantics: SemanticsLike = AS_SPECIFIED) -> int:
+    """Parameter count of the FlexiBERT encoder (embeddings + layers, no task heads)
+    under ``semantics`` (``"as_trained"``, ``"as_specified"``/``"faithful"`` - the
+    default, as in 0.1 - or ``"authors"``/``"seed_compat"``)."""
+    return plan_num_params(get_semantics(semantics).plan(Arch.coerce(arch)))
 
 
 # -- NAS-Bench-NLP -----------------------------------------------------------------------

@@ -9,6 +9,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
         "nasbench_bert.models needs PyTorch: pip install torch==2.13.0 (CPU) then pip install 'nasbench-bert[torch]'"
     ) from e
 
+from .authors import from_authors_state_dict, to_authors_state_dict
 from .flexibert import (
     ElectraPair, FlexiBERTEncoder, SequenceClassifier, build_flexibert,
 )
@@ -23,5 +24,6 @@ def num_params(model: "torch.nn.Module") -> int:
 
 __all__ = [
     "ElectraPair", "FlexiBERTEncoder", "SequenceClassifier", "build_flexibert",
+    "from_authors_state_dict", "to_authors_state_dict",
     "RecipeCell", "RecipeLM", "build_nlp_rnn", "count_flops", "flexibert_flops", "num_params",
 ]

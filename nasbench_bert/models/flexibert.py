@@ -1,23 +1,34 @@
-"""FlexiBERT encoders in PyTorch, ELECTRA heads, and GLUE heads.
+"""FlexiBERT encoders in PyTorch, ELECTRA heads, and GLUE heads - built from a plan.
 
-Layer shapes follow DATA-NOTES exactly, so that parameter counts equal
-:func:`nasbench_bert.sizes.flexibert_num_params` (and, under ``seed_compat``, the
-stored "Number of Parameters" of all 500 archs):
+Every model is built from the :class:`~nasbench_bert.semantics.ModelPlan` that
+:mod:`nasbench_bert.semantics` makes for an arch, so one arch string gives the model
+of whichever semantics is asked for (``as_trained``, ``as_specified``/``faithful`` or
+``authors``/``seed_compat``), and parameter counts equal
+:func:`nasbench_bert.sizes.flexibert_num_params` for the same semantics.
+
+Layers (H the plan's hidden size):
 
 * embeddings: word 30522 x 128, position 512 x 128, token type 2 x 128, LayerNorm(128),
-  then Linear 128 -> H when H != 128;
-* SA: query/key/value H -> H; WMA adds a bias-free H x H map on the projected query;
-  output Linear H -> H + LayerNorm (residual);
-* LT: one Linear H -> H, then per head the real part of a 2-D DFT, or a 2-D DCT-II, over
-  (sequence, head dim); residual, no output projection and no LayerNorm;
+  dropout, then Linear 128 -> H when H != 128;
+* SDP / WMA: query/key/value H -> H; WMA adds a bias-free H x H map on the projected
+  query; attention-probability dropout; output Linear H -> H, dropout, residual,
+  LayerNorm;
+* DFT / DCT (LT): one Linear H -> H, then per head the real part of an unnormalised
+  2-D DFT, or a 2-D DCT-II (orthonormal, or torch-dct's unnormalised one), over
+  (sequence, head dim); a residual or not, as the semantics says; no output
+  projection and no LayerNorm;
 * DSC: ConvBERT-style mixed attention. Half the width (A = H/2) is self-attention with
   max(heads // 2, 1) heads; the other half a span-based dynamic convolution (separable
   conv H -> A, kernel generator A -> heads*k, conv-output Linear H -> A); both halves are
-  concatenated and projected H -> H + LayerNorm;
-* feed-forward: H -> F, (num_feed_forward - 1) x F -> F, F -> H, GELU between, + LayerNorm.
+  concatenated and projected H -> H, dropout, residual, LayerNorm;
+* feed-forward: H -> w_1 -> ... -> w_n -> H with GELU after each hidden layer, dropout,
+  residual, LayerNorm.
 
-Semantics: ``faithful`` uses the arch's H and F; ``seed_compat`` uses H = 256 and
-F = 1024 for every arch (the model the paper's stored proxies were computed on).
+Under ``authors`` semantics the module tree, the order in which modules are created
+and initialised, and the order of dropout calls mirror the authors'
+``modeling_electra.py`` exactly, so ``torch.manual_seed(s)`` followed by
+:func:`build_flexibert` gives the reference model's weights bit for bit, and a
+forward pass in train mode draws the same dropout masks (tested against that code).
 """
 
 from __future__ import annotations
@@ -29,12 +40,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..sizes import (
-    EMBEDDING_SIZE, MAX_POSITIONS, SEED_COMPAT_FF, SEED_COMPAT_HIDDEN, TYPE_VOCAB, VOCAB_SIZE, check_semantics,
+from ..semantics import (
+    AS_SPECIFIED, AS_TRAINED, EMBEDDING_SIZE, MAX_POSITIONS, TYPE_VOCAB, VOCAB_SIZE, LayerPlan, ModelPlan,
+    Semantics, SemanticsLike, get_semantics,
 )
-from ..spaces.flexibert import Arch, ArchLike, Layer
+from ..spaces.flexibert import Arch, ArchLike
 
-_NEG = -1e4  # additive mask value: finite, so fully padded rows stay NaN-free
+_NEG = -1e4  # additive mask value (as TF BERT/ELECTRA): finite, so fully padded rows stay NaN-free
 
 
 def _extended_mask(mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
@@ -46,12 +58,16 @@ def _extended_mask(mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tenso
 class Embeddings(nn.Module):
     """ELECTRA embeddings: 128-d word/position/type tables, projected to the hidden size."""
 
-    def __init__(self, hidden: int, dropout: float = 0.1, word: nn.Embedding | None = None):
+    def __init__(self, hidden: int, eps: float = 1e-12, dropout: float = 0.1, shared: "Embeddings | None" = None,
+                 padding_idx: int | None = None):
         super().__init__()
-        self.word = word if word is not None else nn.Embedding(VOCAB_SIZE, EMBEDDING_SIZE)
-        self.position = nn.Embedding(MAX_POSITIONS, EMBEDDING_SIZE)
-        self.token_type = nn.Embedding(TYPE_VOCAB, EMBEDDING_SIZE)
-        self.norm = nn.LayerNorm(EMBEDDING_SIZE)
+        if shared is not None:  # ELECTRA's generator: the discriminator's tables and LayerNorm, its own projection
+            self.word, self.position, self.token_type, self.norm = shared.word, shared.position, shared.token_type, shared.norm
+        else:
+            self.word = nn.Embedding(VOCAB_SIZE, EMBEDDING_SIZE, padding_idx=padding_idx)
+            self.position = nn.Embedding(MAX_POSITIONS, EMBEDDING_SIZE)
+            self.token_type = nn.Embedding(TYPE_VOCAB, EMBEDDING_SIZE)
+            self.norm = nn.LayerNorm(EMBEDDING_SIZE, eps=eps)
         self.dropout = nn.Dropout(dropout)
         self.project = nn.Linear(EMBEDDING_SIZE, hidden) if hidden != EMBEDDING_SIZE else nn.Identity()
 
@@ -59,25 +75,26 @@ class Embeddings(nn.Module):
         T = input_ids.shape[1]
         pos = torch.arange(T, device=input_ids.device)[None]
         tt = token_type_ids if token_type_ids is not None else torch.zeros_like(input_ids)
-        x = self.word(input_ids) + self.position(pos) + self.token_type(tt)
+        x = self.word(input_ids) + self.token_type(tt)  # the reference's order of additions
+        x = x + self.position(pos)
         return self.project(self.dropout(self.norm(x)))
 
 
 class SelfAttention(nn.Module):
     """Multi-head scaled dot-product (SDP) or weighted multiplicative (WMA) attention.
 
-    Attention probabilities of the last forward are kept in ``self.probs`` when
-    ``keep_probs`` is set (the proxies' head confidence reads them without hooks).
+    The probabilities go through ``self.softmax`` (a module, so proxies can hook it, as
+    the published code does) and then attention-probability dropout.
     """
 
-    def __init__(self, hidden: int, heads: int, wma: bool, width: int | None = None):
+    def __init__(self, hidden: int, heads: int, wma: bool, width: int | None = None, dropout: float = 0.1):
         super().__init__()
         width = width or hidden
         self.heads, self.head_dim = heads, width // heads
         self.query, self.key, self.value = nn.Linear(hidden, width), nn.Linear(hidden, width), nn.Linear(hidden, width)
         self.wma = nn.Linear(width, width, bias=False) if wma else None
-        self.keep_probs = False
-        self.probs: torch.Tensor | None = None
+        self.softmax = nn.Softmax(dim=-1)
+        self.dropout = nn.Dropout(dropout)
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
@@ -91,83 +108,107 @@ class SelfAttention(nn.Module):
         scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)
         if ext_mask is not None:
             scores = scores + ext_mask
-        probs = scores.softmax(-1)
-        if self.keep_probs:
-            self.probs = probs
+        probs = self.dropout(self.softmax(scores))
         ctx = probs @ v
         B, _, T, _ = ctx.shape
         return ctx.transpose(1, 2).reshape(B, T, -1)
 
 
 class SAOperation(nn.Module):
-    def __init__(self, hidden: int, heads: int, wma: bool):
+    def __init__(self, hidden: int, heads: int, wma: bool, eps: float, dropout: float, attention_dropout: float):
         super().__init__()
-        self.attention = SelfAttention(hidden, heads, wma)
+        self.attention = SelfAttention(hidden, heads, wma, dropout=attention_dropout)
         self.output = nn.Linear(hidden, hidden)
-        self.norm = nn.LayerNorm(hidden)
+        self.norm = nn.LayerNorm(hidden, eps=eps)
+        self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, ext_mask: torch.Tensor | None, mask: torch.Tensor | None) -> torch.Tensor:
-        return self.norm(x + self.output(self.attention(x, ext_mask)))
+        return self.norm(self.dropout(self.output(self.attention(x, ext_mask))) + x)
 
 
-def dct_matrix(n: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """Orthonormal DCT-II matrix (``D @ x`` transforms along the first axis of x)."""
+def dct_matrix(n: int, dtype: torch.dtype = torch.float32, norm: str | None = "ortho") -> torch.Tensor:
+    """DCT-II matrix (``D @ x`` transforms along the first axis of x).
+
+    ``norm="ortho"``: orthonormal (scipy's ``norm="ortho"``); ``norm=None``: torch-dct's
+    and scipy's unnormalised ``2 sum_i x_i cos(pi k (2i + 1) / 2n)``.
+    """
     k = torch.arange(n, dtype=torch.float64)[:, None]
     i = torch.arange(n, dtype=torch.float64)[None]
-    d = torch.cos(math.pi / n * (i + 0.5) * k) * math.sqrt(2.0 / n)
+    c = torch.cos(math.pi / n * (i + 0.5) * k)
+    if norm is None:
+        return (2.0 * c).to(dtype)
+    d = c * math.sqrt(2.0 / n)
     d[0] /= math.sqrt(2.0)
     return d.to(dtype)
 
 
 class LTOperation(nn.Module):
-    """Linear transform mixing (FNet-style): a Linear, then a per-head 2-D DFT or DCT."""
+    """Linear transform mixing (FNet-style): a Linear, then a per-head 2-D DFT or DCT.
 
-    def __init__(self, hidden: int, heads: int, kind: str):
+    ``residual``: add the layer input (``as_specified``) or return the transform alone
+    (the authors' model). ``softmax``: the authors' model also applies an unused softmax
+    to the transform, which the published proxy hooks see; it never changes the output.
+    """
+
+    def __init__(self, hidden: int, heads: int, kind: str, *, residual: bool = True, dct_norm: str | None = "ortho",
+                 softmax: bool = False, use_mask: bool = True):
         super().__init__()
         self.heads, self.head_dim, self.kind = heads, hidden // heads, kind
+        self.residual, self.dct_norm, self.use_mask = residual, dct_norm, use_mask
         self.linear = nn.Linear(hidden, hidden)
+        self.softmax = nn.Softmax(dim=-1) if softmax else None
         self._dct: dict[tuple[int, torch.device, torch.dtype], torch.Tensor] = {}
 
     def _d(self, n: int, like: torch.Tensor) -> torch.Tensor:
         key = (n, like.device, like.dtype)
         if key not in self._dct:
-            self._dct[key] = dct_matrix(n, like.dtype).to(like.device)
+            self._dct[key] = dct_matrix(n, like.dtype, self.dct_norm).to(like.device)
         return self._dct[key]
 
     def forward(self, x: torch.Tensor, ext_mask: torch.Tensor | None, mask: torch.Tensor | None) -> torch.Tensor:
         y = self.linear(x)
-        if mask is not None:  # padded tokens must not leak into the sequence transform
+        if mask is not None and self.use_mask:  # padded tokens must not leak into the sequence transform
             y = y * mask[..., None].to(y.dtype)
         B, T, _ = y.shape
         h = y.view(B, T, self.heads, self.head_dim).transpose(1, 2)  # B, heads, T, d
         if self.kind == "DFT":
-            h = torch.fft.fft2(h.float(), dim=(-2, -1)).real.to(y.dtype)
+            h = torch.fft.fft2(h, dim=(-2, -1)).real  # in the input's precision (complex128 for float64)
         else:
             h = self._d(T, h) @ h @ self._d(self.head_dim, h).T
-        return x + h.transpose(1, 2).reshape(B, T, -1)
+        if self.softmax is not None:
+            self.softmax(h)  # output unused, as in the reference; only hooks read it
+        out = h.transpose(1, 2).reshape(B, T, -1)
+        return x + out if self.residual else out
 
 
 class DSCOperation(nn.Module):
     """ConvBERT mixed attention: half self-attention, half span-based dynamic convolution."""
 
-    def __init__(self, hidden: int, heads: int, kernel: int):
+    def __init__(self, hidden: int, heads: int, kernel: int, *, eps: float, dropout: float, attention_dropout: float,
+                 use_mask: bool = True, conv_init_std: float | None = None):
         super().__init__()
         self.h = max(heads // 2, 1)
         self.A = hidden // 2
         self.k = kernel
-        self.attention = SelfAttention(hidden, self.h, wma=False, width=self.A)
+        self.use_mask = use_mask
+        self.attention = SelfAttention(hidden, self.h, wma=False, width=self.A, dropout=attention_dropout)
         self.depthwise = nn.Conv1d(hidden, hidden, kernel, padding=kernel // 2, groups=hidden, bias=False)
         self.pointwise = nn.Conv1d(hidden, self.A, 1, bias=False)
         self.conv_bias = nn.Parameter(torch.zeros(self.A))
+        if conv_init_std is not None:  # the reference draws these right here, before the next module exists
+            with torch.no_grad():
+                self.depthwise.weight.normal_(0.0, conv_init_std)
+                self.pointwise.weight.normal_(0.0, conv_init_std)
         self.conv_kernel = nn.Linear(self.A, self.h * kernel)
         self.conv_out = nn.Linear(hidden, self.A)
         self.output = nn.Linear(hidden, hidden)
-        self.norm = nn.LayerNorm(hidden)
+        self.norm = nn.LayerNorm(hidden, eps=eps)
+        self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, ext_mask: torch.Tensor | None, mask: torch.Tensor | None) -> torch.Tensor:
         B, T, _ = x.shape
+        mask = mask if self.use_mask else None
         q = self.attention.query(x)  # shared by the attention half and the kernel generator
-        att = self.attention(x, ext_mask, q)
         xm = x * mask[..., None].to(x.dtype) if mask is not None else x
         key_conv = self.pointwise(self.depthwise(xm.transpose(1, 2))).transpose(1, 2) + self.conv_bias  # B,T,A
         kernel = self.conv_kernel(key_conv * q).view(B, T, self.h, self.k).softmax(-1)  # B,T,h,k
@@ -178,99 +219,142 @@ class DSCOperation(nn.Module):
         windows = F.pad(v, (0, 0, pad, pad)).unfold(1, self.k, 1)  # B,T,A,k
         windows = windows.reshape(B, T, self.h, self.A // self.h, self.k)
         conv = (windows * kernel[:, :, :, None, :]).sum(-1).reshape(B, T, self.A)
-        return self.norm(x + self.output(torch.cat([att, conv], dim=-1)))
+        att = self.attention(x, ext_mask, q)
+        return self.norm(self.dropout(self.output(torch.cat([att, conv], dim=-1))) + x)
 
 
 class FeedForward(nn.Module):
-    def __init__(self, hidden: int, width: int, depth: int, dropout: float = 0.1):
+    def __init__(self, hidden: int, widths: tuple[int, ...], eps: float = 1e-12, dropout: float = 0.1):
         super().__init__()
-        dims = [hidden] + [width] * depth
+        dims = [hidden, *widths]
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
-        self.out = nn.Linear(width, hidden)
+        self.out = nn.Linear(widths[-1], hidden)
         self.act = nn.GELU()  # a module, so proxies can hook every activation of the stack
         self.dropout = nn.Dropout(dropout)
-        self.norm = nn.LayerNorm(hidden)
+        self.norm = nn.LayerNorm(hidden, eps=eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = x
         for lin in self.layers:
             y = self.act(lin(y))
-        return self.norm(x + self.dropout(self.out(y)))
+        return self.norm(self.dropout(self.out(y)) + x)
 
 
-def make_operation(layer: Layer, hidden: int) -> nn.Module:
-    t, p, heads = layer.operation_type, layer.operation_parameter, layer.num_operation_heads
-    if t == "SA":
-        return SAOperation(hidden, heads, wma=p == "WMA")
-    if t == "LT":
-        return LTOperation(hidden, heads, str(p))
-    return DSCOperation(hidden, heads, int(p))
+def make_operation(layer: LayerPlan, hidden: int, sem: Semantics) -> nn.Module:
+    eps, hd, ad = sem.layer_norm_eps, sem.hidden_dropout, sem.attention_dropout
+    if layer.mixing in ("SDP", "WMA"):
+        return SAOperation(hidden, layer.heads, layer.mixing == "WMA", eps, hd, ad)
+    if layer.mixing in ("DFT", "DCT"):
+        return LTOperation(hidden, layer.heads, layer.mixing, residual=sem.lt_residual, dct_norm=sem.dct_norm,
+                           softmax=sem.lt_softmax, use_mask=sem.attention_mask)
+    return DSCOperation(hidden, layer.heads, int(layer.kernel or 0), eps=eps, dropout=hd, attention_dropout=ad,
+                        use_mask=sem.attention_mask, conv_init_std=sem.init_std if sem.init == "normal" else None)
 
 
 class EncoderLayer(nn.Module):
-    def __init__(self, layer: Layer, hidden: int, ff_width: int):
+    def __init__(self, layer: LayerPlan, hidden: int, sem: Semantics):
         super().__init__()
         self.spec = layer
-        self.operation = make_operation(layer, hidden)
-        self.feed_forward = FeedForward(hidden, ff_width, layer.num_feed_forward)
+        self.operation = make_operation(layer, hidden, sem)
+        self.feed_forward = FeedForward(hidden, layer.ff_widths, sem.layer_norm_eps, sem.hidden_dropout)
 
     def forward(self, x: torch.Tensor, ext_mask: torch.Tensor | None, mask: torch.Tensor | None) -> torch.Tensor:
         return self.feed_forward(self.operation(x, ext_mask, mask))
 
 
+def init_weights(module: nn.Module, sem: Semantics) -> None:
+    """ELECTRA's initialisation: weights N(0, 0.02) (truncated at 2 std for the TF
+    semantics), biases 0, LayerNorm 1 / 0, a zero padding row where the reference has
+    one. Applied with ``model.apply`` (children first), in the reference's order."""
+    std = sem.init_std
+
+    def draw(w: torch.Tensor) -> None:
+        w.normal_(0.0, std)
+        if sem.init == "truncated_normal" and not w.is_meta:  # TF's truncated_normal: redraw values beyond 2 std
+            flat = w.view(-1)
+            bad = (flat.abs() > 2 * std).nonzero().squeeze(1)
+            while bad.numel():
+                flat[bad] = torch.randn(bad.numel(), dtype=w.dtype, device=w.device) * std
+                bad = bad[flat[bad].abs() > 2 * std]
+
+    with torch.no_grad():
+        if isinstance(module, nn.Linear):
+            draw(module.weight)
+            if module.bias is not None:
+                module.bias.zero_()
+        elif isinstance(module, nn.Embedding):
+            draw(module.weight)
+            if module.padding_idx is not None:
+                module.weight[module.padding_idx].zero_()
+        elif isinstance(module, nn.LayerNorm):
+            module.weight.fill_(1.0)
+            module.bias.zero_()
+        elif isinstance(module, nn.Conv1d) and sem.init != "normal":  # "normal": drawn at construction
+            draw(module.weight)
+
+
 class FlexiBERTEncoder(nn.Module):
     """Embeddings + heterogeneous encoder layers. ``forward`` returns the last hidden state
-    (B, T, H); with ``output_hidden_states`` also every layer's output."""
+    (B, T, H); with ``output_hidden_states`` also the embedding output and every layer's.
 
-    def __init__(self, arch: Arch, semantics: str = "faithful", *, hidden: int | None = None,
-                 ff_scale: float = 1.0, word_embeddings: nn.Embedding | None = None):
+    ``arch`` is an arch (with ``semantics``) or a :class:`ModelPlan`. Weights are
+    initialised the way the semantics' reference does (:func:`init_weights`).
+    """
+
+    def __init__(self, arch: ArchLike | ModelPlan, semantics: SemanticsLike = AS_SPECIFIED, *,
+                 shared_embeddings: Embeddings | None = None, init: bool = True):
         super().__init__()
-        self.arch, self.semantics = arch, check_semantics(semantics)
-        H = hidden or (arch.hidden_size if semantics == "faithful" else SEED_COMPAT_HIDDEN)
-        self.hidden_size = H
-        self.embeddings = Embeddings(H, word=word_embeddings)
-        self.layers = nn.ModuleList(
-            EncoderLayer(
-                layer, H,
-                int((layer.feed_forward_dimension if semantics == "faithful" else SEED_COMPAT_FF) * ff_scale),
-            )
-            for layer in arch.layers
-        )
+        plan = arch if isinstance(arch, ModelPlan) else get_semantics(semantics).plan(Arch.coerce(arch))
+        sem = plan.semantics
+        self.plan, self.arch, self.semantics = plan, plan.arch, sem.name
+        self.hidden_size = H = plan.hidden
+        self.use_mask = sem.attention_mask
+        self.embeddings = Embeddings(H, sem.layer_norm_eps, sem.hidden_dropout, shared=shared_embeddings,
+                                     padding_idx=0 if sem.zero_padding_row else None)
+        self.layers = nn.ModuleList(EncoderLayer(layer, H, sem) for layer in plan.layers)
+        if init:
+            keep = set() if shared_embeddings is None else {id(m) for m in shared_embeddings.modules()} - {
+                id(m) for m in (shared_embeddings.project, shared_embeddings.dropout)}
+            self.apply(lambda m: None if id(m) in keep else init_weights(m, sem))
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None, output_hidden_states: bool = False) -> Any:
         x = self.embeddings(input_ids, token_type_ids)
-        ext = _extended_mask(attention_mask, x.dtype)
+        mask = attention_mask if self.use_mask else None  # the authors' model reads no mask
+        ext = _extended_mask(mask, x.dtype)
         states = [x]
         for layer in self.layers:
-            x = layer(x, ext, attention_mask)
+            x = layer(x, ext, mask)
             states.append(x)
         return (x, states) if output_hidden_states else x
 
 
-def build_flexibert(arch: ArchLike, semantics: str = "faithful", seed: int | None = 0) -> FlexiBERTEncoder:
-    """The FlexiBERT encoder of ``arch``, initialised deterministically from ``seed``.
+def build_flexibert(arch: ArchLike, semantics: SemanticsLike = AS_SPECIFIED, seed: int | None = 0) -> FlexiBERTEncoder:
+    """The FlexiBERT encoder of ``arch`` under ``semantics``, initialised from ``seed``.
 
     ``sum(p.numel() for p in model.parameters())`` equals
-    :func:`nasbench_bert.sizes.flexibert_num_params` for the same semantics.
+    :func:`nasbench_bert.sizes.flexibert_num_params` for the same semantics. With
+    ``semantics="authors"`` the weights equal the authors' ``ElectraModel`` built after
+    ``torch.manual_seed(seed)``, bit for bit. The global RNG is left untouched.
     """
     a = Arch.coerce(arch)
-    check_semantics(semantics)
+    sem = get_semantics(semantics)
     if seed is not None:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            return FlexiBERTEncoder(a, semantics)
-    return FlexiBERTEncoder(a, semantics)
+            return FlexiBERTEncoder(a, sem)
+    return FlexiBERTEncoder(a, sem)
 
 
 # -- ELECTRA ---------------------------------------------------------------------------------
 class ElectraGeneratorHead(nn.Module):
-    """MLM head: H_g -> 128, GELU, LayerNorm, then scores against the tied word embeddings."""
+    """MLM head: H_g -> 128, GELU, LayerNorm, then scores against the tied word embeddings
+    (``transformers.ElectraForMaskedLM``'s generator_predictions + generator_lm_head)."""
 
-    def __init__(self, hidden: int, word: nn.Embedding):
+    def __init__(self, hidden: int, word: nn.Embedding, eps: float = 1e-12):
         super().__init__()
         self.dense = nn.Linear(hidden, EMBEDDING_SIZE)
-        self.norm = nn.LayerNorm(EMBEDDING_SIZE)
+        self.norm = nn.LayerNorm(EMBEDDING_SIZE, eps=eps)
         self.word = word
         self.bias = nn.Parameter(torch.zeros(word.num_embeddings))
 
@@ -278,41 +362,80 @@ class ElectraGeneratorHead(nn.Module):
         return self.norm(F.gelu(self.dense(h))) @ self.word.weight.T + self.bias
 
 
-class ElectraPair(nn.Module):
-    """ELECTRA generator + discriminator sharing the token embedding table.
+class ElectraDiscriminatorHead(nn.Module):
+    """Replaced-token head: Linear H -> H, GELU, Linear H -> 1 (ELECTRA's
+    discriminator_predictions)."""
 
-    The generator has the discriminator's layer pattern at 1/4 of its hidden size (and
-    feed-forward widths), as in ELECTRA-Small.
+    def __init__(self, hidden: int):
+        super().__init__()
+        self.dense = nn.Linear(hidden, hidden)
+        self.prediction = nn.Linear(hidden, 1)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.prediction(F.gelu(self.dense(h))).squeeze(-1)
+
+
+class ElectraPair(nn.Module):
+    """ELECTRA generator + discriminator sharing the embedding tables and their LayerNorm
+    (ELECTRA's ``untied_generator_embeddings=False``; the generator keeps its own
+    projection to its width).
+
+    The generator has the discriminator's layer list at 1/4 of its hidden size, as in
+    ELECTRA-Small; its feed-forward widths follow the semantics
+    (:meth:`~nasbench_bert.semantics.Semantics.generator_plan`). Defaults are the
+    benchmark's training model (``as_trained``).
     """
 
-    def __init__(self, arch: ArchLike, semantics: str = "faithful", seed: int | None = 0):
+    def __init__(self, arch: ArchLike, semantics: SemanticsLike = AS_TRAINED, seed: int | None = 0):
         super().__init__()
         a = Arch.coerce(arch)
-        if seed is not None:
-            torch.manual_seed(seed)
-        self.discriminator = FlexiBERTEncoder(a, semantics)
-        word = self.discriminator.embeddings.word
-        H = self.discriminator.hidden_size
-        self.generator = FlexiBERTEncoder(a, semantics, hidden=H // 4, ff_scale=0.25, word_embeddings=word)
-        self.generator_head = ElectraGeneratorHead(H // 4, word)
-        self.discriminator_head = nn.Sequential(nn.Linear(H, H), nn.GELU(), nn.Linear(H, 1))
+        sem = get_semantics(semantics)
+        with torch.random.fork_rng(devices=[], enabled=seed is not None):
+            if seed is not None:
+                torch.manual_seed(seed)
+            self.discriminator = FlexiBERTEncoder(sem.plan(a))
+            word = self.discriminator.embeddings.word
+            gplan = sem.generator_plan(a)
+            self.generator = FlexiBERTEncoder(gplan, shared_embeddings=self.discriminator.embeddings)
+            self.generator_head = ElectraGeneratorHead(gplan.hidden, word, sem.layer_norm_eps)
+            self.discriminator_head = ElectraDiscriminatorHead(self.discriminator.hidden_size)
+            for m in (self.generator_head, self.discriminator_head):
+                m.apply(lambda mod: None if mod is word else init_weights(mod, sem))
 
-    def generator_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        return self.generator_head(self.generator(input_ids, attention_mask))
+    def generator_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                         token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        return self.generator_head(self.generator(input_ids, attention_mask, token_type_ids))
 
-    def discriminator_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        return self.discriminator_head(self.discriminator(input_ids, attention_mask)).squeeze(-1)
+    def discriminator_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                             token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        return self.discriminator_head(self.discriminator(input_ids, attention_mask, token_type_ids))
+
+
+HEADS = ("electra_tf", "electra_hf")
 
 
 class SequenceClassifier(nn.Module):
-    """GLUE head on the first token: Linear H -> H, GELU, dropout, Linear H -> labels
-    (``num_labels=1`` is regression, for STS-B)."""
+    """GLUE head on the first token (``num_labels=1`` is regression, for STS-B).
 
-    def __init__(self, encoder: FlexiBERTEncoder, num_labels: int, dropout: float = 0.1):
+    ``head="electra_tf"``: dropout then one Linear H -> labels, as ELECTRA's TF
+    finetuning code (which trained the benchmark) builds it. ``head="electra_hf"``:
+    ``transformers.ElectraClassificationHead`` - dropout, Linear H -> H, GELU, dropout,
+    Linear H -> labels.
+    """
+
+    def __init__(self, encoder: FlexiBERTEncoder, num_labels: int, dropout: float = 0.1, head: str = "electra_tf"):
         super().__init__()
+        if head not in HEADS:
+            raise ValueError(f"head = {head!r} is not allowed; allowed values: {list(HEADS)}")
         H = encoder.hidden_size
-        self.encoder = encoder
-        self.head = nn.Sequential(nn.Linear(H, H), nn.GELU(), nn.Dropout(dropout), nn.Linear(H, num_labels))
+        self.encoder, self.head_kind = encoder, head
+        sem = get_semantics(encoder.semantics)
+        if head == "electra_hf":
+            self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(H, H), nn.GELU(), nn.Dropout(dropout),
+                                      nn.Linear(H, num_labels))
+        else:
+            self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(H, num_labels))
+        self.head.apply(lambda m: init_weights(m, sem))
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None) -> torch.Tensor:

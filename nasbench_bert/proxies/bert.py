@@ -1,8 +1,11 @@
 """FlexiBERT proxies: the paper's set (raw and normalised), baselines, and ETAS's.
 
-Definitions follow the published scoring code (facts in ``docs``/README); where that
-code's choice is arbitrary (which modules a sum runs over) the choice is written in the
-proxy's docstring. "Normalised" = the sum divided by the number of summed modules.
+The paper's set follows ``BERT_metrics.ipynb`` term for term (which modules each sum
+runs over, what is hooked, how "normalised" divides); what the gradient proxies
+differentiate is the semantics' protocol (:mod:`.capture_bert`). "Normalised" = the
+sum divided by the number of summed modules (or hook calls). The baselines follow
+their usual definitions (SNIP, GraSP-style grad norm and SynFlow as in
+mohsaied/zero-cost-nas: sums over the weights of Linear layers).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from torch import nn
 
 from ..models.flops import flexibert_flops
 from .common import binary_kernel, cosine_score, covariance_score, tsum
-from .engine import Capture
+from .capture import Capture
 from .registry import ProxyValue, register
 
 S = "flexibert"
@@ -184,38 +187,49 @@ def head_confidence_norm(cap: Capture) -> ProxyValue:
 
 @register("head_softmax_confidence", space=S, needs={"attention_probs"}, paper="head_softmax_confidence", group=("paper",))
 def head_softmax_confidence(cap: Capture) -> ProxyValue:
-    """Sum over self-attentions of the mean over (b, query, key) of the max over heads
-    of the attention probability. LT layers have no softmax and add nothing."""
+    """Sum over softmax modules of the mean of the max over heads of their output: the
+    attention probabilities, and under ``authors`` semantics also the LT layers'
+    (unused) softmax of the transform, which the published hooks saw."""
     vals, _ = _confidence(cap.attention_probs, len(_layers(cap)))
     return ProxyValue(sum(vals), vals)
 
 
 @register("head_softmax_confidence_norm", space=S, needs={"attention_probs"}, paper="head_softmax_confidence_norm", group=("paper",))
 def head_softmax_confidence_norm(cap: Capture) -> ProxyValue:
-    """Softmax confidence divided by the number of self-attentions (NaN if none)."""
+    """Softmax confidence divided by the number of softmax outputs (NaN if none)."""
     return _norm(*_confidence(cap.attention_probs, len(_layers(cap))))
 
 
 # -- common baselines ----------------------------------------------------------------------
-@register("snip", space=S, needs={"backward"}, group=("baseline",))
+def _linear_weights(module: nn.Module) -> list[torch.nn.Parameter]:
+    """The weights zero-cost-nas sums over: every Linear layer's weight (no biases,
+    embeddings or LayerNorms; the DSC convolutions are Conv1d, which it skips too)."""
+    return [m.weight for m in module.modules() if isinstance(m, nn.Linear) and m.weight.grad is not None]
+
+
+@register("snip", space=S, needs={"backward"}, group=("baseline",), version=2)
 def snip(cap: Capture) -> ProxyValue:
-    """SNIP (Lee et al. 2019): sum over all weights of |w * dR/dw|, R = sum of the output."""
-    per = [tsum((p.detach().double() * p.grad.double()).abs() for p in l.parameters() if p.grad is not None) for l in _layers(cap)]
-    return ProxyValue(tsum((p.detach().double() * p.grad.double()).abs() for p in cap.model.parameters() if p.grad is not None), per)
+    """SNIP (Lee et al. 2019) as zero-cost-nas computes it: sum over Linear weights of
+    |w * dR/dw| (its |dR/d mask|), R the protocol's objective."""
+    f = lambda mod: tsum((w.detach().double() * w.grad.double()).abs() for w in _linear_weights(mod))  # noqa: E731
+    return ProxyValue(f(cap.model), [f(l) for l in _layers(cap)])
 
 
-@register("grad_norm", space=S, needs={"backward"}, group=("baseline",))
+@register("grad_norm", space=S, needs={"backward"}, group=("baseline",), version=2)
 def grad_norm(cap: Capture) -> ProxyValue:
-    """Sum over parameter tensors of the L2 norm of their gradient."""
-    f = lambda ps: float(sum(float(p.grad.double().norm()) for p in ps if p.grad is not None))  # noqa: E731
-    return ProxyValue(f(cap.model.parameters()), [f(l.parameters()) for l in _layers(cap)])
+    """Sum over Linear layers of the L2 norm of dR/dW (zero-cost-nas ``grad_norm``)."""
+    f = lambda mod: float(sum(float(w.grad.double().norm()) for w in _linear_weights(mod)))  # noqa: E731
+    return ProxyValue(f(cap.model), [f(l) for l in _layers(cap)])
 
 
-@register("synflow", space=S, needs={"synflow"}, group=("baseline",))
+@register("synflow", space=S, needs={"synflow"}, group=("baseline",), version=2)
 def synflow(cap: Capture) -> ProxyValue:
-    """SynFlow (Tanaka et al. 2020) on |weights| with an all-ones input, float64."""
-    per = [tsum(v for n, v in cap.synflow_grads.items() if n.startswith(f"layers.{i}.")) for i in range(len(_layers(cap)))]
-    return ProxyValue(tsum(cap.synflow_grads.values()), per)
+    """SynFlow (Tanaka et al. 2020) on |weights| with an all-ones input, float64: sum
+    over Linear weights of |w * dR/dw| (see ``capture_bert._synflow_flexibert``)."""
+    lin = {f"{n}.weight" for n, m in cap.model.named_modules() if isinstance(m, nn.Linear)}
+    g = {n: v for n, v in cap.synflow_grads.items() if n in lin}
+    per = [tsum(v for n, v in g.items() if n.startswith(f"layers.{i}.")) for i in range(len(_layers(cap)))]
+    return ProxyValue(tsum(g.values()), per)
 
 
 @register("naswot", space=S, needs={"ff_activations"}, group=("baseline",))
@@ -240,8 +254,9 @@ def flops(cap: Capture) -> ProxyValue:
 # -- ETAS -----------------------------------------------------------------------------------
 @register("ntkt", space=S, needs={"ntk_probe"}, group=("etas",))
 def ntkt(cap: Capture) -> ProxyValue:
-    """NTK trace of the token-averaged output (trainability), per input; Hutchinson
-    estimate with one Rademacher probe (see engine._ntk_trace)."""
+    """NTK trace of the token-averaged output (trainability), per input: the ETAS
+    paper's eq. 12 (cross-token terms kept), as a Hutchinson estimate with one
+    Rademacher probe (see ``capture_bert._ntk_trace``)."""
     return ProxyValue(cap.ntk_trace if cap.ntk_trace is not None else math.nan)
 
 
@@ -258,12 +273,25 @@ def sept_value(widths: list[int], seq_len: int) -> float:
 
 
 def flexibert_widths(cap: Capture) -> list[int]:
-    """d_l: the output width of every Linear in the encoder stack, in order."""
+    """Every Linear's output width in the encoder stack, in order (the all-Linear
+    variant of d_l)."""
     return [m.out_features for layer in _layers(cap) for m in layer.modules() if isinstance(m, nn.Linear)]
 
 
-@register("sept", space=S, group=("etas",))
+def block_widths(cap: Capture) -> list[int]:
+    """d_z^l of the ETAS paper: the output width of each of the L blocks."""
+    return list(cap.model.plan.block_widths)
+
+
+@register("sept", space=S, group=("etas",), version=2)
 def sept(cap: Capture) -> ProxyValue:
-    """SEPT (expressivity) from the layer widths d_l (every Linear's output width) and
-    the sequence length T."""
+    """SEPT (expressivity) as the ETAS paper defines it: from the output widths d_z^l of
+    the L blocks and the sequence length T."""
+    return ProxyValue(sept_value(block_widths(cap), cap.batch.input_ids.shape[1]))
+
+
+@register("sept_all_linear", space=S, group=("baseline",))
+def sept_all_linear(cap: Capture) -> ProxyValue:
+    """SEPT over the output widths of every Linear layer instead of every block (this
+    package's 0.1 reading; it agrees with the paper's at only tau 0.27 over the 500)."""
     return ProxyValue(sept_value(flexibert_widths(cap), cap.batch.input_ids.shape[1]))

@@ -18,7 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from scipy.stats import rankdata
 
-from ..sizes import PTB_VOCAB, check_semantics
+from ..semantics import AS_TRAINED, SemanticsLike, get_semantics
+from ..sizes import PTB_VOCAB
 from ..spaces.flexibert import Arch
 from ..spaces.nlp import Recipe, parse_recipe, recipe_hash
 from . import registry
@@ -88,8 +89,8 @@ def _coerce_items(space: str, archs: Iterable[Any], bench: Any) -> list[tuple[di
 
 
 # -- cache ---------------------------------------------------------------------------------
-def _cache_name(ident: str, semantics: str, seed: int, batch_key: str) -> str:
-    return hashlib.sha1(json.dumps([ident, semantics, seed, batch_key]).encode()).hexdigest()[:20] + ".parquet"
+def _cache_name(ident: str, semantics: str, seed: int, batch_key: str, objective: str, dtype: str) -> str:
+    return hashlib.sha1(json.dumps([ident, semantics, seed, batch_key, objective, dtype]).encode()).hexdigest()[:20] + ".parquet"
 
 
 def _cache_read(path: Path, proxies: list[registry.Proxy]) -> dict[str, Any] | None:
@@ -115,7 +116,7 @@ def _cache_write(path: Path, row: dict[str, Any]) -> None:
 
 # -- the sweep -----------------------------------------------------------------------------
 def _work(args: tuple) -> dict[str, Any]:
-    space, ident, key, names, spec, semantics, seed, threads = args
+    space, ident, key, names, spec, semantics, seed, threads, dtype = args
     import torch
 
     from .engine import run_one
@@ -126,7 +127,7 @@ def _work(args: tuple) -> dict[str, Any]:
     batch = make_batch(spec)
     t0 = time.perf_counter()
     try:
-        row = run_one(space, key, proxies, spec, batch, semantics, seed)
+        row = run_one(space, key, proxies, spec, batch, semantics, seed, dtype)
         row["error"] = None
     except Exception as e:  # isolate: the sweep goes on, the row says why
         row = {p.name: math.nan for p in proxies}
@@ -140,8 +141,9 @@ def compute(
     archs: Iterable[Any],
     proxies: Iterable[str] | str | None = "paper",
     *,
-    semantics: str = "faithful",
+    semantics: SemanticsLike = AS_TRAINED,
     seed: int = 0,
+    dtype: str = "float32",
     batch: BatchSpec | dict[str, Any] | None = None,
     space: str = "flexibert",
     bench: Any = None,
@@ -156,23 +158,27 @@ def compute(
     ``proxies``: names, a group (``"paper"``, ``"etas"``, ``"baseline"``) or ``"all"``;
     ``"ntsr"`` adds NTKT and SEPT and ranks them within this set. ``batch``: a
     :class:`BatchSpec` or a dict of its fields (default: random tokens, see
-    :mod:`.inputs`). ``semantics``: ``"faithful"`` (the arch as trained) or
-    ``"seed_compat"`` (the model the stored proxy table was computed on).
+    :mod:`.inputs`). ``semantics`` picks the model and the proxy protocol
+    (:mod:`nasbench_bert.semantics`): ``"as_trained"`` (the default: the model behind
+    the GLUE scores), ``"as_specified"`` (old name ``"faithful"``) or ``"authors"``
+    (old name ``"seed_compat"``: the model and protocol of the stored proxy table).
+    ``dtype``: ``"float32"`` or ``"float64"``.
 
-    Columns: the identifying ``id``/``key``/``arch``, ``semantics``, ``seed``,
-    ``batch``, ``dtype``, one column per proxy, ``<proxy>__layers`` (per-layer values),
+    Columns: the identifying ``id``/``key``/``arch``, ``semantics`` (canonical name),
+    ``objective`` (what the gradient proxies differentiated), ``seed``, ``batch``,
+    ``dtype``, one column per proxy, ``<proxy>__layers`` (per-layer values),
     timings (``seconds``, ``seconds_pass``, ``seconds_proxies``), ``error`` (None, or
     why the arch failed: its proxies are NaN) and ``proxy_versions``. With ``cache`` (a
     folder), finished archs are written one part file each, atomically, and a later
-    call with the same arch, semantics, seed and batch reuses them: an interrupted
+    call with the same arch, semantics, objective, dtype, seed and batch reuses them: an interrupted
     sweep resumes without recomputing.
     """
     if space not in registry.SPACES:
         raise ValueError(f"space = {space!r} is not allowed; allowed values: {list(registry.SPACES)}")
-    if space == "flexibert":
-        check_semantics(semantics)
-    elif semantics not in ("faithful", "seed_compat"):
-        raise ValueError(f"semantics = {semantics!r} is not allowed; allowed values: ['faithful', 'seed_compat']")
+    sem = get_semantics(semantics)
+    objective = sem.protocol.objective if space == "flexibert" else sem.protocol.nlp_objective
+    if dtype not in ("float32", "float64"):
+        raise ValueError(f"dtype = {dtype!r} is not allowed; allowed values: ['float32', 'float64']")
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise ValueError(f"seed = {seed!r} is not allowed; allowed: an integer")
     if not isinstance(jobs, int) or jobs < 1:
@@ -190,14 +196,14 @@ def compute(
     todo = []
     for i, (ident, key) in enumerate(items):
         if cache_dir is not None:
-            hit = _cache_read(cache_dir / _cache_name(ident["arch"], semantics, seed, spec.key), plist)
+            hit = _cache_read(cache_dir / _cache_name(ident["arch"], sem.name, seed, spec.key, objective, dtype), plist)
             if hit is not None:
                 rows[i] = {**hit, **ident, "cached": True}
                 continue
         todo.append(i)
 
     threads = 1 if jobs > 1 else 0
-    tasks = [(space, items[i][0], items[i][1], names, spec, semantics, seed, threads) for i in todo]
+    tasks = [(space, items[i][0], items[i][1], names, spec, sem.name, seed, threads, dtype) for i in todo]
     bar = None
     if progress:
         from rich.progress import Progress
@@ -208,10 +214,10 @@ def compute(
 
     def done(i: int, row: dict[str, Any]) -> None:
         ident = items[i][0]
-        full = {**ident, "semantics": semantics, "seed": seed, "batch": spec.key, "dtype": "float32",
+        full = {**ident, "semantics": sem.name, "objective": objective, "seed": seed, "batch": spec.key, "dtype": dtype,
                 "proxy_versions": versions, **row}
         if cache_dir is not None and full.get("error") is None:
-            _cache_write(cache_dir / _cache_name(ident["arch"], semantics, seed, spec.key), full)
+            _cache_write(cache_dir / _cache_name(ident["arch"], sem.name, seed, spec.key, objective, dtype), full)
         rows[i] = {**full, "cached": False}
         if bar is not None:
             bar.advance(tid)

@@ -10,7 +10,8 @@ import numpy as np
 import torch
 
 from .common import cosine_score, covariance_score, tsum
-from .engine import NOISE_AMPLITUDES, Capture
+from .capture import Capture
+from .capture_nlp import NOISE_AMPLITUDES
 from .registry import ProxyValue, register
 
 S = "nlp"
