@@ -130,6 +130,17 @@ class Semantics:
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def key(self) -> str:
+        """The name, for the three published semantics; for a variant made with
+        ``dataclasses.replace`` (an ablation), the name plus a digest of every field, so
+        results and caches of a variant are never taken for the original's."""
+        if SEMANTICS.get(self.name) == self:
+            return self.name
+        import hashlib
+
+        return f"{self.name}~{hashlib.sha1(repr(self).encode()).hexdigest()[:10]}"
+
     # -- the one mapping from an arch to a model ----------------------------------------
     def plan(self, arch: ArchLike, *, hidden: int | None = None) -> ModelPlan:
         """The model of ``arch`` under these semantics. ``hidden`` overrides the hidden

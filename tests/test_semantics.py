@@ -22,6 +22,8 @@ from nasbench_bert.semantics import AS_SPECIFIED, AS_TRAINED, AUTHORS, SEMANTICS
 from nasbench_bert.sizes import flexibert_num_params
 from nasbench_bert.spaces.flexibert import Arch
 
+from builders.release import stored_hook_multiplicity
+
 HERE = Path(__file__).resolve().parent
 TF_REFERENCE = HERE / "reference" / "data" / "tf_as_trained.json.gz"
 
@@ -67,27 +69,12 @@ def _stored_csv():
     return pd.read_csv(TFN / "BERT_results_activation.csv").set_index("ID")
 
 
-def stored_hook_multiplicity(entries: list[dict]) -> dict[int, int]:
-    """How many times the notebook's activation hook fired per activation call.
-
-    In the transformers version the notebook ran under, every ``ElectraLayer`` shared one
-    GELU module, and the sweep registered a hook on it for every layer of every arch it
-    had built in the same Jupyter kernel, each appending to the current arch's list. The
-    kernel started with 26 layers' hooks already registered and was restarted at id 365.
-    """
-    out, n = {}, 26
-    for e in sorted(entries, key=lambda e: e["id"]):
-        if e["id"] == 365:
-            n = 0
-        n += len(e["hparams"]["model_hparam_overrides"]["nas_config"]["encoder_layers"])
-        out[e["id"]] = n
-    return out
-
-
-def test_stored_activation_distance_carries_the_hook_multiplicity(release_entries):
+def test_stored_activation_distance_carries_the_hook_multiplicity(release_entries, bench):
     """raw / normalised = (hooks registered so far) x (activation calls) for 500/500."""
     d = _stored_csv()
     mult = stored_hook_multiplicity(release_entries)
+    table = bench.data.table("flexibert_proxies").to_pandas().set_index("id")
+    assert table.activation_distance_hook_multiplicity.to_dict() == mult
     for e in release_entries:
         calls = sum(lay["num_feed_forward"] for lay in e["hparams"]["model_hparam_overrides"]["nas_config"]["encoder_layers"])
         ratio = d.loc[e["id"], "Activation Distance"] / d.loc[e["id"], "Activation Distance Normalized"]

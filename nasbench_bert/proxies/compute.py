@@ -196,14 +196,14 @@ def compute(
     todo = []
     for i, (ident, key) in enumerate(items):
         if cache_dir is not None:
-            hit = _cache_read(cache_dir / _cache_name(ident["arch"], sem.name, seed, spec.key, objective, dtype), plist)
+            hit = _cache_read(cache_dir / _cache_name(ident["arch"], sem.key, seed, spec.key, objective, dtype), plist)
             if hit is not None:
                 rows[i] = {**hit, **ident, "cached": True}
                 continue
         todo.append(i)
 
     threads = 1 if jobs > 1 else 0
-    tasks = [(space, items[i][0], items[i][1], names, spec, sem.name, seed, threads, dtype) for i in todo]
+    tasks = [(space, items[i][0], items[i][1], names, spec, sem, seed, threads, dtype) for i in todo]
     bar = None
     if progress:
         from rich.progress import Progress
@@ -214,10 +214,10 @@ def compute(
 
     def done(i: int, row: dict[str, Any]) -> None:
         ident = items[i][0]
-        full = {**ident, "semantics": sem.name, "objective": objective, "seed": seed, "batch": spec.key, "dtype": dtype,
+        full = {**ident, "semantics": sem.key, "objective": objective, "seed": seed, "batch": spec.key, "dtype": dtype,
                 "proxy_versions": versions, **row}
         if cache_dir is not None and full.get("error") is None:
-            _cache_write(cache_dir / _cache_name(ident["arch"], sem.name, seed, spec.key, objective, dtype), full)
+            _cache_write(cache_dir / _cache_name(ident["arch"], sem.key, seed, spec.key, objective, dtype), full)
         rows[i] = {**full, "cached": False}
         if bar is not None:
             bar.advance(tid)

@@ -95,8 +95,9 @@ def score(
     not finite are left out of that proxy's score (``n`` says how many remain).
 
     ``control`` names the size column to control for (from ``values``, else the
-    benchmark's parameter count): ``partial_tau`` and ``strata_tau`` then say what the
-    proxy adds beyond size.
+    benchmark's column of that name, e.g. ``"num_params_as_trained"`` - the parameter
+    count of the model that was trained - or ``"num_params"``, the arch as specified):
+    ``partial_tau`` and ``strata_tau`` then say what the proxy adds beyond size.
     """
     if not isinstance(values, pd.DataFrame) or values.empty:
         raise ValueError("values must be a non-empty pandas DataFrame of proxy columns")
@@ -115,8 +116,8 @@ def score(
             z_raw = df[control].to_numpy(dtype=float)
         else:
             try:
-                z_raw = _lookup(df, "num_params", bench) if control == "num_params" else None
-            except ValueError:
+                z_raw = _lookup(df, control, bench) if control.startswith("num_params") else None
+            except (ValueError, KeyError):
                 z_raw = None
     skip = {"id", "arch", "key", "semantics", "seed", "batch", "dtype", "error", "seconds", "seconds_pass",
             "seconds_proxies", "tokenizer", "proxy_versions", "cached", "log_name", "recipe_id", "experiment_id",
@@ -187,7 +188,10 @@ def stored_values(space: str, bench: Any = None) -> tuple[pd.DataFrame, str]:
         bench = Benchmark.load(progress=False)
     if space == "flexibert":
         p = bench.data.table("flexibert_proxies").to_pandas()
-        f = bench.to_pandas()[["id", "glue", "num_params"]].rename(columns={"num_params": "num_params_faithful"})
+        if "activation_distance_hook_multiplicity" in p:  # the per-pass value (docs/errata.md)
+            p["activation_distance_dedup"] = p["activation_distance"] / p.pop("activation_distance_hook_multiplicity")
+        f = bench.to_pandas()[["id", "glue", "num_params", "num_params_as_trained"]].rename(
+            columns={"num_params": "num_params_faithful"})
         return p.merge(f, on="id"), "glue"
     if space == "nlp":
         t = bench.nlp.ptb.copy()
@@ -202,7 +206,9 @@ def score_stored(space: str = "flexibert", *, bench: Any = None, bootstrap: int 
 
     df, target = stored_values(space, bench)
     if space == "flexibert":
-        control, cols = "num_params_faithful", [*FLEXIBERT_PROXY_COLUMNS.values(), "num_params_faithful"]
+        control = "num_params_as_trained"
+        cols = [*FLEXIBERT_PROXY_COLUMNS.values(), *(["activation_distance_dedup"] if "activation_distance_dedup" in df else []),
+                "num_params_faithful", "num_params_as_trained"]
     else:
         control, cols = "num_params", ["num_params", *NLP_PROXY_COLUMNS.values()]
     return score(df, target, proxies=cols, space=space, control=control, bootstrap=bootstrap, seed=seed, bench=bench)
