@@ -91,18 +91,28 @@ class RecipeLM(nn.Module):
         self.decoder = nn.Linear(NLP_EMBEDDING, vocab_size)
         self.decoder.weight = self.embedding.weight  # tied
 
-    def init_states(self, batch: int, device: torch.device | None = None) -> list[list[torch.Tensor]]:
-        return [[torch.zeros(batch, c.hidden_size, device=device) for _ in range(c.num_states)] for c in self.cells]
+    def init_states(self, batch: int, device: torch.device | None = None,
+                    dtype: torch.dtype | None = None) -> list[list[torch.Tensor]]:
+        """Zero states for every cell; ``device`` and ``dtype`` default to the model's
+        (so a ``.double()`` model gets float64 states)."""
+        w = self.embedding.weight
+        device = w.device if device is None else device
+        dtype = w.dtype if dtype is None else dtype
+        return [[torch.zeros(batch, c.hidden_size, device=device, dtype=dtype) for _ in range(c.num_states)]
+                for c in self.cells]
 
     def forward(self, tokens: torch.Tensor | None, states: list[list[torch.Tensor]] | None = None,
-                return_states: bool = False, inputs_embeds: torch.Tensor | None = None) -> Any:
+                return_states: bool = False, inputs_embeds: torch.Tensor | None = None, decode: bool = True) -> Any:
         """``tokens`` is (T, B). Returns logits (T, B, vocab), final states, and with
         ``return_states`` a dict of per-layer ``incoming`` (T, B, H) h_prev_0 and
         ``outputs`` (T, B, H). ``inputs_embeds`` (T, B, 400) replaces the embedding lookup
-        (the noised-Jacobian proxies perturb the embeddings)."""
+        (the noised-Jacobian proxies perturb the embeddings). With ``decode=False`` the
+        first value is the last cell's output (T, B, 400) instead of the logits (what the
+        NAS-Bench-NLP training code's ``AWDRNNModel.forward`` returns, before the decoder).
+        Zero initial states take the dtype and device of the embeddings."""
         x = self.embedding(tokens) if inputs_embeds is None else inputs_embeds
         T, B = x.shape[:2]
-        states = states or self.init_states(B, x.device)
+        states = states or self.init_states(B, x.device, x.dtype)
         incoming: list[torch.Tensor] = []
         steps: list[list[torch.Tensor]] = []
         outputs: list[torch.Tensor] = []
@@ -120,7 +130,7 @@ class RecipeLM(nn.Module):
             steps.append(inc)
             outputs.append(x)
             new_states.append(st)
-        logits = self.decoder(x)
+        logits = self.decoder(x) if decode else x
         if return_states:
             return logits, new_states, {"incoming": incoming, "outputs": outputs, "incoming_steps": steps}
         return logits, new_states

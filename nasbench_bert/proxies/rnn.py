@@ -2,6 +2,22 @@
 
 The model is the NAS-Bench-NLP language model of the recipe (:mod:`..models.nlp_rnn`),
 initialised as the benchmark's training code does, in eval mode, on a (T, B) batch.
+What the gradient proxies differentiate follows the semantics' ``nlp_objective``
+(:mod:`.capture_nlp` describes both passes; ``Capture.objective`` records which ran):
+
+* ``"rnn_output"`` (``authors``): the notebook ``RNN_metrics.ipynb`` that computed the
+  stored table. R is the last RNN layer's output y (no decoder): the Jacobian family
+  uses d(sum y)/d(embeddings), synaptic saliency y.backward(y), hidden synaptic saliency
+  sums over every forward pass of the notebook, activation distance accumulates the
+  codes of its two forwards before ``hooklogdet`` (and, like ``hooklogdet``, returns
+  log|K| whatever the sign of the determinant), sums skip NaN (``torch.nansum``).
+* ``"decoder_logits"`` (``as_trained``, ``as_specified``; the current choice, kept as it
+  was): R is the decoder's logits, one forward; activation distance is NaN where the
+  determinant is not positive.
+
+Version 2 of every gradient or activation proxy here is the per-semantics protocol;
+their ``decoder_logits`` values are those of version 1 (the hidden covariances and the
+parameter count did not change).
 """
 
 from __future__ import annotations
@@ -20,6 +36,18 @@ S = "nlp"
 def _rows_by_sequence(g: torch.Tensor) -> np.ndarray:
     """(T, B, E) gradient -> (B, T*E): one row per sequence of the batch."""
     return g.detach().double().transpose(0, 1).reshape(g.shape[1], -1).numpy()
+
+
+def _notebook(cap: Capture) -> bool:
+    """Whether the capture follows the authors' notebook (objective ``rnn_output``)."""
+    return cap.objective == "rnn_output"
+
+
+def _sum(cap: Capture, ts) -> float:
+    """float64 sum of tensors; under the notebook protocol NaNs are skipped (``torch.nansum``)."""
+    if _notebook(cap):
+        return float(sum(float(t.double().nansum()) for t in ts))
+    return tsum(ts)
 
 
 def _hidden_cov(cap: Capture, layer: int) -> ProxyValue:
@@ -43,7 +71,9 @@ def hidden_covariance_layer2(cap: Capture) -> ProxyValue:
 
 @register("hidden_covariance_layer3", space=S, needs={"hidden_states"}, paper="hidden_covariance_layer3", group=("paper",))
 def hidden_covariance_layer3(cap: Capture) -> ProxyValue:
-    """The same for the third cell (the stored values came from a later pass; see README)."""
+    """The same for the third cell. Under ``rnn_output`` the states are the last pass's, as
+    the notebook's ``hidden_states[-70:]`` took them (same tokens and weights: the same
+    values as the first pass's)."""
     return _hidden_cov(cap, 2)
 
 
@@ -51,13 +81,13 @@ def _jac(cap: Capture) -> np.ndarray:
     return _rows_by_sequence(cap.input_grad)
 
 
-@register("jacobian_covariance", space=S, needs={"input_grad"}, paper="jacobian_covariance", group=("paper",))
+@register("jacobian_covariance", space=S, needs={"input_grad"}, paper="jacobian_covariance", group=("paper",), version=2)
 def jacobian_covariance(cap: Capture) -> ProxyValue:
     """Eigen-score of the correlations between sequences of d(sum y)/d(embeddings)."""
     return ProxyValue(covariance_score(_jac(cap)))
 
 
-@register("jacobian_cosine", space=S, needs={"input_grad"}, paper="jacobian_cosine", group=("paper",))
+@register("jacobian_cosine", space=S, needs={"input_grad"}, paper="jacobian_cosine", group=("paper",), version=2)
 def jacobian_cosine(cap: Capture) -> ProxyValue:
     """Cosine score of the same rows."""
     return ProxyValue(cosine_score(_jac(cap)))
@@ -67,39 +97,41 @@ def _noised(cap: Capture, fn) -> dict[float, float]:
     return {a: fn(_rows_by_sequence(cap.noise_grads[a])) for a in NOISE_AMPLITUDES}
 
 
-@register("jacobian_covariance_large_noise", space=S, needs={"input_grad", "noise_jacobians"}, paper="jacobian_covariance_large_noise", group=("paper",))
+@register("jacobian_covariance_large_noise", space=S, needs={"input_grad", "noise_jacobians"}, paper="jacobian_covariance_large_noise", group=("paper",), version=2)
 def jacobian_covariance_large_noise(cap: Capture) -> ProxyValue:
     """1 - |J - J(noise x10)|: stability of the Jacobian score under large input noise."""
     j = covariance_score(_jac(cap))
     return ProxyValue(1 - abs(j - _noised(cap, covariance_score)[10.0]))
 
 
-@register("jacobian_cosine_large_noise", space=S, needs={"input_grad", "noise_jacobians"}, paper="jacobian_cosine_large_noise", group=("paper",))
+@register("jacobian_cosine_large_noise", space=S, needs={"input_grad", "noise_jacobians"}, paper="jacobian_cosine_large_noise", group=("paper",), version=2)
 def jacobian_cosine_large_noise(cap: Capture) -> ProxyValue:
     """1 - |C - C(noise x10)| for the cosine score."""
     c = cosine_score(_jac(cap))
     return ProxyValue(1 - abs(c - _noised(cap, cosine_score)[10.0]))
 
 
-@register("jacobian_covariance_more_noise", space=S, needs={"input_grad", "noise_jacobians"}, paper="jacobian_covariance_more_noise", group=("paper",))
+@register("jacobian_covariance_more_noise", space=S, needs={"input_grad", "noise_jacobians"}, paper="jacobian_covariance_more_noise", group=("paper",), version=2)
 def jacobian_covariance_more_noise(cap: Capture) -> ProxyValue:
     """J * J(x0.1) * J(x10) * J(x100)."""
     n = _noised(cap, covariance_score)
     return ProxyValue(covariance_score(_jac(cap)) * n[0.1] * n[10.0] * n[100.0])
 
 
-@register("jacobian_cosine_more_noise", space=S, needs={"input_grad", "noise_jacobians"}, paper="jacobian_cosine_more_noise", group=("paper",))
+@register("jacobian_cosine_more_noise", space=S, needs={"input_grad", "noise_jacobians"}, paper="jacobian_cosine_more_noise", group=("paper",), version=2)
 def jacobian_cosine_more_noise(cap: Capture) -> ProxyValue:
     """C * C(x0.1) * C(x10) * C(x100)."""
     n = _noised(cap, cosine_score)
     return ProxyValue(cosine_score(_jac(cap)) * n[0.1] * n[10.0] * n[100.0])
 
 
-@register("activation_distance", space=S, needs={"ff_activations"}, paper="activation_distance", group=("paper",))
+@register("activation_distance", space=S, needs={"ff_activations"}, paper="activation_distance", group=("paper",), version=2)
 def activation_distance(cap: Capture) -> ProxyValue:
     """log|K|, K = agreements between sequences of the binary codes of every activation
     node at every step (NASWOT applied to the cell)."""
     sign, logdet = np.linalg.slogdet(cap.rnn_activation_codes.numpy())
+    if _notebook(cap):  # hooklogdet returns the log-determinant whatever the sign
+        return ProxyValue(logdet)
     return ProxyValue(logdet if sign > 0 else float("nan"))
 
 
@@ -111,24 +143,34 @@ def _cell_saliency(cap: Capture) -> list[float]:
             for lin in list(lins)[1:]:  # every weight of a linear node but its first, as published
                 if lin.weight.grad is not None:
                     terms.append((lin.weight.detach().double() * lin.weight.grad.double()).abs())
-        per.append(tsum(terms))
+        per.append(_sum(cap, terms))
     return per
 
 
-@register("synaptic_saliency", space=S, needs={"loss_backward"}, paper="synaptic_saliency", group=("paper",))
+@register("synaptic_saliency", space=S, needs={"loss_backward"}, paper="synaptic_saliency", group=("paper",), version=2)
 def synaptic_saliency(cap: Capture) -> ProxyValue:
     """Sum of |W * dR/dW|, R = |y|^2 / 2 (the published y.backward(y)), over the cells'
-    linear weights (all but each node's first) and the decoder."""
+    linear weights (all but each node's first) and the decoder (tied to the embedding:
+    under ``rnn_output`` the decoder is not applied and its gradient is the embedding's)."""
     per = _cell_saliency(cap)
     dec = cap.model.decoder.weight
-    d = tsum([(dec.detach().double() * dec.grad.double()).abs()]) if dec.grad is not None else 0.0
+    d = _sum(cap, [(dec.detach().double() * dec.grad.double()).abs()]) if dec.grad is not None else 0.0
     return ProxyValue(sum(per) + d, per)
 
 
-@register("hidden_synaptic_saliency", space=S, needs={"loss_backward"}, paper="hidden_synaptic_saliency", group=("paper",))
+@register("hidden_synaptic_saliency", space=S, needs={"loss_backward", "input_grad", "noise_jacobians"},
+          paper="hidden_synaptic_saliency", group=("paper",), version=2)
 def hidden_synaptic_saliency(cap: Capture) -> ProxyValue:
-    """Sum of |h * dR/dh| over every cell's incoming state at every step."""
-    per = [tsum([(h.double() * g.double()).abs()]) for h, g in zip(cap.hidden_states, cap.hidden_grads)]
+    """Sum of |h * dR/dh| over every cell's incoming state at every step. Under
+    ``rnn_output`` over the states of every backpropagated pass of the notebook (the
+    Jacobian pass, the three noised passes and the synflow pass, each with its own
+    pass's gradient); under ``decoder_logits`` over the one pass, R = |logits|^2 / 2."""
+    if "hidden_passes" in cap.extra:
+        n = len(cap.model.cells)
+        per = [_sum(cap, [(hs[i].double() * gs[i].double()).abs() for _, hs, gs in cap.extra["hidden_passes"]])
+               for i in range(n)]
+    else:
+        per = [tsum([(h.double() * g.double()).abs()]) for h, g in zip(cap.hidden_states, cap.hidden_grads)]
     return ProxyValue(sum(per), per)
 
 
@@ -138,7 +180,7 @@ def num_params(cap: Capture) -> ProxyValue:
     return ProxyValue(sum(p.numel() for p in cap.model.parameters()), [sum(p.numel() for p in c.parameters()) for c in cap.model.cells])
 
 
-@register("grad_norm", space=S, needs={"loss_backward"}, group=("baseline",))
+@register("grad_norm", space=S, needs={"loss_backward"}, group=("baseline",), version=2)
 def grad_norm(cap: Capture) -> ProxyValue:
     """Sum over the cells' parameter tensors of the L2 norm of dR/dW."""
     f = lambda ps: float(sum(float(p.grad.double().norm()) for p in ps if p.grad is not None))  # noqa: E731
@@ -146,7 +188,7 @@ def grad_norm(cap: Capture) -> ProxyValue:
     return ProxyValue(sum(per), per)
 
 
-@register("snip", space=S, needs={"loss_backward"}, group=("baseline",))
+@register("snip", space=S, needs={"loss_backward"}, group=("baseline",), version=2)
 def snip(cap: Capture) -> ProxyValue:
     """Sum over every cell weight of |w * dR/dw|."""
     per = [tsum((p.detach().double() * p.grad.double()).abs() for p in c.parameters() if p.grad is not None) for c in cap.model.cells]
