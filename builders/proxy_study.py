@@ -1,16 +1,21 @@
-"""The live proxy study behind the README's proxy tables (resumable; several minutes).
+"""The live proxy study behind the README's proxy tables (resumable; about an hour here).
 
     python -m builders.proxy_study [--out docs/proxy_study.md] [--cache data/proxy-cache]
-                                   [--n-seed-compat 120] [--parts seed_compat,faithful,nlp]
+                                   [--n-authors 500] [--parts authors,as_trained,as_specified,nlp]
 
-1. ``seed_compat``: the paper's FlexiBERT proxies on the model the stored table was
-   computed on, for the first N ids; Spearman rho between live and stored values.
-2. ``faithful``: every FlexiBERT proxy (paper set, baselines, NTKT/SEPT/NTSR) on all 500
-   ids as trained, scored against GLUE, with the parameter-controlled partial tau.
+1. ``authors``: the paper's FlexiBERT proxies under the authors' model and protocol
+   (:data:`nasbench_bert.semantics.AUTHORS`) for the first N ids; Spearman rho between
+   live and stored values (the raw activation distance also against the stored value
+   divided by the notebook's hook multiplicity).
+2. ``as_trained`` and ``as_specified``: every FlexiBERT proxy (paper set, baselines,
+   NTKT/SEPT/NTSR) on all 500 ids, scored against GLUE, with the partial tau given the
+   as-trained parameter count (the size of the model that earned the score).
 3. ``nlp``: the paper's RNN proxies on every distinct recipe of the WikiText-2 logs (which
-   include all 275 PTB runs with a public recipe): with the PTB vocabulary, live vs
-   stored and against PTB test loss; with the WikiText-2 vocabulary, against
-   WikiText-2 test loss.
+   include all 275 PTB runs with a public recipe), under the authors' protocol and the
+   decoder-logit one: with the PTB vocabulary, live vs stored and against PTB test loss;
+   against WikiText-2 test loss.
+
+Old part names still work: ``seed_compat`` = ``authors``, ``faithful`` = ``as_specified``.
 
 Every value is cached per arch (``--cache``), so an interrupted study resumes.
 """
@@ -30,37 +35,43 @@ from nasbench_bert import Benchmark, proxies
 from nasbench_bert.proxies.scoring import score, to_markdown
 
 
-def seed_compat(bench: Benchmark, n: int, cache: Path) -> tuple[str, pd.DataFrame]:
+def authors(bench: Benchmark, n: int, cache: Path) -> tuple[str, pd.DataFrame]:
     t0 = time.perf_counter()
-    df = proxies.compute(range(n), "paper", semantics="seed_compat", bench=bench, cache=cache / "seed_compat", progress=True)
+    df = proxies.compute(range(n), "paper", semantics="authors", bench=bench, cache=cache / "authors", progress=True)
     secs = time.perf_counter() - t0
     stored = bench.data.table("flexibert_proxies").to_pandas().set_index("id").loc[df["id"]]
+    pairs = [(p.name, p.paper, stored[p.paper]) for p in proxies.get("flexibert", "paper")]
+    pairs.append(("activation_distance", "activation_distance / hook multiplicity",
+                  stored["activation_distance"] / stored["activation_distance_hook_multiplicity"]))
     rows = []
-    for p in proxies.get("flexibert", "paper"):
-        live, st = df[p.name].to_numpy(float), stored[p.paper].to_numpy(float)
+    for name, col, st_ in pairs:
+        live, st = df[name].to_numpy(float), st_.to_numpy(float)
         m = np.isfinite(live) & np.isfinite(st)
-        rows.append({"proxy": p.name, "stored column": p.paper, "n": int(m.sum()),
+        rows.append({"proxy": name, "stored_column": col, "n": int(m.sum()),
                      "spearman_rho_live_vs_stored": float(spearmanr(live[m], st[m])[0]),
                      "identical": bool(np.array_equal(live[m], st[m]))})
     out = pd.DataFrame(rows)
-    md = f"### Live (seed_compat) vs stored, ids 0-{n - 1}\n\nbatch `{df['batch'].iloc[0]}`, {secs:.0f} s\n\n"
-    md += "| proxy | n | Spearman ρ live vs stored | identical |\n|---|---|---|---|\n"
-    md += "".join(f"| {r.proxy} | {r.n} | {r.spearman_rho_live_vs_stored:.3f} | {'yes' if r.identical else ''} |\n" for r in out.itertuples())
+    md = (f"### Live (authors) vs stored, ids 0-{n - 1}\n\nbatch `{df['batch'].iloc[0]}` (the notebook used 128 "
+          f"OpenWebText documents of 512 tokens, which cannot be fetched here), train mode, objective "
+          f"`{df['objective'].iloc[0]}`; {secs:.0f} s\n\n")
+    md += "| proxy | stored column | n | Spearman ρ live vs stored |\n|---|---|---|---|\n"
+    md += "".join(f"| {r.proxy} | {r.stored_column} | {r.n} | {r.spearman_rho_live_vs_stored:.3f} |\n" for r in out.itertuples())
     return md, out
 
 
-def faithful(bench: Benchmark, cache: Path) -> tuple[str, pd.DataFrame]:
+def against_glue(bench: Benchmark, cache: Path, semantics: str) -> tuple[str, pd.DataFrame]:
     t0 = time.perf_counter()
-    df = proxies.compute(range(len(bench)), "all", semantics="faithful", bench=bench, cache=cache / "faithful", progress=True)
+    df = proxies.compute(range(len(bench)), "all", semantics=semantics, bench=bench, cache=cache / semantics, progress=True)
     secs = time.perf_counter() - t0
-    s = score(df, "glue", space="flexibert", control="num_params", bench=bench, bootstrap=200)
-    md = (f"### Live (faithful) proxies on all {len(df)} FlexiBERT ids vs GLUE\n\nbatch `{df['batch'].iloc[0]}`; "
-          f"sweep {secs:.0f} s here ({df['seconds'].sum():.0f} s of compute, cached parts reused); "
-          f"errors: {int(df['error'].notna().sum())}\n\n" + to_markdown(s.sort_values("kendall_tau", ascending=False)))
+    s = score(df, "glue", space="flexibert", control="num_params_as_trained", bench=bench, bootstrap=200)
+    md = (f"### Live ({semantics}) proxies on all {len(df)} FlexiBERT ids vs GLUE\n\nbatch `{df['batch'].iloc[0]}`, "
+          f"objective `{df['objective'].iloc[0]}`; sweep {secs:.0f} s here ({df['seconds'].sum():.0f} s of compute, "
+          f"cached parts reused); errors: {int(df['error'].notna().sum())}. The partial τ is given the as-trained "
+          "parameter count.\n\n" + to_markdown(s.sort_values("kendall_tau", ascending=False)))
     return md, s
 
 
-def nlp(bench: Benchmark, cache: Path, wikitext2_vocab: bool = False) -> tuple[str, pd.DataFrame]:
+def nlp(bench: Benchmark, cache: Path, wikitext2_vocab: bool = False, semantics: str = "as_trained") -> tuple[str, pd.DataFrame]:
     w = bench.nlp.wikitext2
     ptb = bench.nlp.ptb
     recipes = {}
@@ -68,7 +79,7 @@ def nlp(bench: Benchmark, cache: Path, wikitext2_vocab: bool = False) -> tuple[s
         recipes.setdefault(r.recipe_hash, r.recipe)
     items = [(h, rec) for h, rec in recipes.items()]
     t0 = time.perf_counter()
-    df = proxies.compute(items, "all", space="nlp", cache=cache / "nlp", progress=True)
+    df = proxies.compute(items, "all", space="nlp", semantics=semantics, cache=cache / f"nlp_{semantics}", progress=True)
     secs = time.perf_counter() - t0
     by_hash = df.set_index("arch")
     names = [p.name for p in proxies.get("nlp", "all")]
@@ -81,7 +92,8 @@ def nlp(bench: Benchmark, cache: Path, wikitext2_vocab: bool = False) -> tuple[s
         a, b = live[p.name].to_numpy(float), pr[p.paper].to_numpy(float)
         m = np.isfinite(a) & np.isfinite(b)
         rows.append((p.name, int(m.sum()), float(spearmanr(a[m], b[m])[0])))
-    md = (f"### NAS-Bench-NLP live proxies ({len(df)} distinct recipes, batch `{df['batch'].iloc[0]}`, {secs:.0f} s)\n\n"
+    md = (f"### NAS-Bench-NLP live proxies, {semantics} protocol (objective `{df['objective'].iloc[0]}`; {len(df)} distinct "
+          f"recipes, batch `{df['batch'].iloc[0]}`, {secs:.0f} s)\n\n"
           "Live vs stored on the PTB runs with a public recipe:\n\n| proxy | n | Spearman ρ live vs stored |\n|---|---|---|\n"
           + "".join(f"| {n} | {k} | {r:.3f} |\n" for n, k, r in rows))
     ptb_vals = pd.concat([pr[["log_name"]], live], axis=1)
@@ -89,8 +101,8 @@ def nlp(bench: Benchmark, cache: Path, wikitext2_vocab: bool = False) -> tuple[s
     # WikiText-2: by default the PTB-vocabulary values (the cell dominates these proxies);
     # --wikitext2-vocab recomputes with the 33,278-word model (about 30 s per recipe here)
     t1 = time.perf_counter()
-    dfw = proxies.compute(items, "all", space="nlp", cache=cache / "nlp_wikitext2", progress=True,
-                          batch={"vocab_size": 33278}) if wikitext2_vocab else df
+    dfw = proxies.compute(items, "all", space="nlp", semantics=semantics, cache=cache / f"nlp_wikitext2_{semantics}",
+                          progress=True, batch={"vocab_size": 33278}) if wikitext2_vocab else df
     secs_w = time.perf_counter() - t1
     wv = w[["log_name", "recipe_hash"]].merge(dfw[["arch", *names]], left_on="recipe_hash", right_on="arch")
     s2 = score(wv.drop(columns=["recipe_hash", "arch"]), "wikitext2_loss", space="nlp", bench=bench, bootstrap=200)
@@ -104,8 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m builders.proxy_study", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="docs/proxy_study.md")
     ap.add_argument("--cache", default="data/proxy-cache")
-    ap.add_argument("--n-seed-compat", type=int, default=120)
-    ap.add_argument("--parts", default="seed_compat,faithful,nlp")
+    ap.add_argument("--n-authors", "--n-seed-compat", dest="n_authors", type=int, default=500)
+    ap.add_argument("--parts", default="authors,as_trained,as_specified,nlp")
     ap.add_argument("--wikitext2-vocab", action="store_true", help="WikiText-2 proxies with the 33,278-word LM (slow)")
     a = ap.parse_args(argv)
     bench = Benchmark.load(progress=False)
@@ -115,14 +127,19 @@ def main(argv: list[str] | None = None) -> int:
           f"({platform.python_implementation()} {platform.python_version()}).\n"]
     results = {}
     for part in parts:
-        if part == "seed_compat":
-            text, results[part] = seed_compat(bench, a.n_seed_compat, cache)
-        elif part == "faithful":
-            text, results[part] = faithful(bench, cache)
+        part = {"seed_compat": "authors", "faithful": "as_specified"}.get(part, part)
+        if part == "authors":
+            text, results[part] = authors(bench, a.n_authors, cache)
+        elif part in ("as_trained", "as_specified"):
+            text, results[part] = against_glue(bench, cache, part)
         elif part == "nlp":
-            text, results[part] = nlp(bench, cache, a.wikitext2_vocab)
+            texts = []
+            for sem in ("authors", "as_trained"):
+                t, results[f"nlp_{sem}"] = nlp(bench, cache, a.wikitext2_vocab, sem)
+                texts.append(t)
+            text = "\n".join(texts)
         else:
-            raise SystemExit(f"--parts: {part!r} is not allowed; allowed values: seed_compat, faithful, nlp")
+            raise SystemExit(f"--parts: {part!r} is not allowed; allowed values: authors, as_trained, as_specified, nlp")
         md.append(text)
         print(text, flush=True)
     out = Path(a.out)
