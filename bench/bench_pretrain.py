@@ -18,8 +18,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from builders.pretrain import PretrainConfig, pretrain
-from builders.textdata import load_tokenizer, pack, read_corpus
+from nasbench_bert.builders.pretrain import PretrainConfig, pretrain
+from nasbench_bert.text import load_tokenizer, pack, read_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHS = {

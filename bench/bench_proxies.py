@@ -17,7 +17,7 @@ import torch
 
 from nasbench_bert import Benchmark, proxies
 from nasbench_bert.models import build_flexibert
-from nasbench_bert.proxies.compute import default_batch
+from nasbench_bert.proxies.sweep import default_batch
 from nasbench_bert.proxies.engine import run_one
 
 

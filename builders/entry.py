@@ -8,7 +8,6 @@ Sweeps run through an executor: ``"local"`` (one process, the default) or ``"ray
 from __future__ import annotations
 
 import dataclasses
-import json
 import platform
 import statistics
 import time
@@ -18,6 +17,7 @@ from typing import Any, Iterable, Sequence
 
 import torch
 
+from nasbench_bert.data.schemas import validate_entry as _validate
 from nasbench_bert.semantics import AS_TRAINED, SemanticsLike, get_semantics
 from nasbench_bert.sizes import flexibert_num_params
 from nasbench_bert.spaces.flexibert import Arch
@@ -26,25 +26,10 @@ from .glue import TASKS, FinetuneConfig, finetune
 from .pretrain import PretrainConfig, pretrain
 from .results import ResultsTable
 
-SCHEMA = Path(__file__).resolve().parent.parent / "schemas" / "flexibert_entry.schema.json"
-
-
-def _schema() -> dict[str, Any]:
-    if not SCHEMA.is_file():
-        raise FileNotFoundError(f"entry schema not found at {SCHEMA}: the builders run from a nasbench-bert checkout (git clone)")
-    return json.loads(SCHEMA.read_text())
-
-
 def validate_entry(entry: dict[str, Any]) -> None:
-    """Raise ``ValueError`` naming the field when ``entry`` breaks the entry schema."""
-    import jsonschema
-
-    try:
-        jsonschema.validate(entry, _schema())
-    except jsonschema.ValidationError as e:
-        where = "/".join(str(p) for p in e.absolute_path) or "(root)"
-        raise ValueError(f"entry field {where}: {e.message}") from None
-    Arch.from_release(entry["hparams"]["model_hparam_overrides"])  # the arch itself must be valid
+    """Raise ``ValueError`` naming the field when ``entry`` breaks the entry schema
+    (the schema ships with the package: :func:`nasbench_bert.data.schemas.validate_entry`)."""
+    _validate(entry)
 
 
 def environment(device: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from nasbench_bert.models import SequenceClassifier
 from nasbench_bert.models.flexibert import FlexiBERTEncoder
 
-from .textdata import TextTokenizer
+from nasbench_bert.text import TextTokenizer
 
 csv.field_size_limit(1 << 24)
 

@@ -33,7 +33,7 @@ from nasbench_bert.models import ElectraPair
 from nasbench_bert.semantics import get_semantics
 from nasbench_bert.spaces.flexibert import Arch
 
-from .textdata import TextTokenizer, load_tokenizer, pack, read_corpus
+from nasbench_bert.text import TextTokenizer, load_tokenizer, pack, read_corpus
 
 
 @dataclass

@@ -1,12 +1,12 @@
 """Publish built tables to a Hugging Face Hub dataset repository, as one commit.
 
-    python -m builders.publish --repo-id ORG/NAME [--revision main] [--data DIR] [--endpoint URL]
+    nasbench-bert publish --repo-id ORG/NAME [--revision main] [--data DIR] [--endpoint URL]
     nasbench-bert publish --repo-id ORG/NAME ...          (the same, from the CLI)
 
 The commit holds ``README.md`` (a dataset card whose YAML header carries the licences,
 the citation and one ``configs:`` entry per table, so ``datasets.load_dataset(repo,
 name)`` loads each table directly), ``v1/manifest.json`` and ``v1/<table>.parquet``.
-Readers (:mod:`nasbench_bert.hub`) verify every table against that manifest.
+Readers (:mod:`nasbench_bert.data.hub`) verify every table against that manifest.
 
 The tables are verified before anything is uploaded: a corrupt local build is never
 published.
@@ -19,8 +19,9 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from nasbench_bert.hub import DEFAULT_REPO_ID, REPO_TYPE, _check_repo_id
-from nasbench_bert.tables import MANIFEST, TABLES, VERSION_DIR, DataDir, resolve
+from nasbench_bert.data.hub import DEFAULT_REPO_ID, REPO_TYPE, check_repo_id
+from nasbench_bert.data.resolve import resolve
+from nasbench_bert.data.tables import MANIFEST, TABLES, VERSION_DIR, DataDir
 
 CITATION = """\
 @inproceedings{serianni2023training,
@@ -135,7 +136,7 @@ def publish(
     """
     from huggingface_hub import CommitOperationAdd, HfApi
 
-    _check_repo_id(repo_id)
+    check_repo_id(repo_id)
     d = DataDir.open(data) if data is not None else resolve(build=True, progress=False)
     d.verify_all()  # never publish a corrupt build
     api = HfApi(endpoint=endpoint, token=token)
@@ -154,16 +155,33 @@ def publish(
     return info.oid
 
 
+def write_pin(repo_id: str, revision: str, path: str | Path | None = None) -> Path:
+    """Make ``repo_id@revision`` the Hub source this package loads by default: rewrite
+    :mod:`nasbench_bert.data.pin` (its source file, or ``path``) atomically. Run from a
+    checkout before a release, so the released package pins the data it was tested with."""
+    from nasbench_bert.atomic import atomic_write
+    from nasbench_bert.data import pin
+
+    check_repo_id(repo_id)
+    if not isinstance(revision, str) or len(revision) != 40 or any(c not in "0123456789abcdef" for c in revision):
+        raise ValueError(f"revision = {revision!r} is not allowed; allowed: a 40-hex commit sha (pin commits, not branches)")
+    target = Path(path) if path is not None else Path(pin.__file__)
+    doc = (pin.__doc__ or "").strip()
+    text = f'"""{doc}\n"""\n\nPINNED_REPO_ID: str = {repo_id!r}\nPINNED_REVISION: str | None = {revision!r}\n'
+    return atomic_write(target, text)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repo-id", default=DEFAULT_REPO_ID, help=f"Hub dataset repository (default {DEFAULT_REPO_ID})")
     p.add_argument("--revision", default="main", help="branch to commit to (created if missing)")
     p.add_argument("--endpoint", default=None, help="Hub endpoint (default $HF_ENDPOINT or huggingface.co)")
     p.add_argument("--private", action="store_true", help="create the repository as private")
     p.add_argument("--message", default=None, help="commit message")
+    p.add_argument("--pin", action="store_true", help="write the new commit into nasbench_bert/data/pin.py (the default Hub revision)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m builders.publish", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m nasbench_bert.builders.publish", description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default=None, help="built tables (default: the resolved local tables)")
     add_arguments(p)
     a = p.parse_args(argv)

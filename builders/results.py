@@ -21,8 +21,8 @@ from typing import Any, Iterator
 import pandas as pd
 
 from nasbench_bert.spaces.flexibert import Arch
-from nasbench_bert.tables import RELEASE_TASK_NAMES
-from nasbench_bert.tables import _pid_alive as _alive
+from nasbench_bert.atomic import pid_alive as _alive
+from nasbench_bert.data.tables import RELEASE_TASK_NAMES
 
 
 class ArchClaimed(RuntimeError):

@@ -1,4 +1,6 @@
-"""The ``nasbench-bert`` command line: info, query, sample, export, build-data."""
+"""The ``nasbench-bert`` command line: info, query, sample, export, build-data, download,
+proxies, search - plus subcommands of installed plugins (``build-entry``, ``publish`` from
+:mod:`nasbench_bert.builders`)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from rich.table import Table
 
 from .benchmark import Benchmark
 from .errors import NasBenchError
+from .search.algorithms import ALGORITHMS
+from .search.oracle import ORACLES
 from .semantics import SEMANTICS_NAMES
 
 console = Console()
@@ -94,7 +98,8 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 
 def cmd_build_data(args: argparse.Namespace) -> None:
-    from builders.release import build_tables, default_locations
+    from .data.release import build_tables
+    from .data.resolve import default_locations
 
     src, out = default_locations(args.release, args.out)
     path = build_tables(src, out, progress=not args.quiet)
@@ -102,18 +107,11 @@ def cmd_build_data(args: argparse.Namespace) -> None:
 
 
 def cmd_download(args: argparse.Namespace) -> None:
-    from .hub import download
+    from .data.hub import download
 
     d = download(args.repo_id, args.revision, endpoint=args.endpoint)
     d.verify_all()
     console.print(f"verified {len(d.manifest['tables'])} tables of {args.repo_id}@{args.revision} (commit {d.path.parent.name}) in {d.path}")
-
-
-def cmd_publish(args: argparse.Namespace) -> None:
-    from builders.publish import publish
-
-    sha = publish(args.repo_id, data=args.data, revision=args.revision, endpoint=args.endpoint, private=args.private, commit_message=args.message)
-    console.print(f"published to {args.repo_id}@{args.revision}: commit {sha} (pin this)")
 
 
 def _parse_ids(text: str, n: int) -> list[int]:
@@ -152,7 +150,7 @@ def cmd_proxies_compute(args: argparse.Namespace) -> None:
     bench = _bench(args)
     batch = {"batch_size": args.batch_size, "seq_len": args.seq_len, "source": args.source}
     batch = {k: v for k, v in batch.items() if v is not None}
-    if args.space == "flexibert":
+    if args.space != "nlp":  # FlexiBERT keys are benchmark ids
         items: list[Any] = _parse_ids(args.ids, len(bench))
     else:
         w = bench.nlp.wikitext2 if args.dataset == "wikitext2" else bench.nlp.ptb
@@ -172,13 +170,13 @@ def cmd_proxies_compute(args: argparse.Namespace) -> None:
 def cmd_proxies_score(args: argparse.Namespace) -> None:
     import pandas as pd
 
-    from . import proxies
+    from . import scoring as proxies  # torch-free: scoring stored values needs no models
 
     bench = _bench(args)
     if args.values:
         p = Path(args.values)
         df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
-        res = proxies.score(df, args.target or ("glue" if args.space == "flexibert" else "test_loss"), space=args.space,
+        res = proxies.score(df, args.target or proxies.scoring_space(args.space).stored_target, space=args.space,
                             bench=bench, bootstrap=args.bootstrap)
     else:
         res = proxies.score_stored(args.space, bench=bench, bootstrap=args.bootstrap)
@@ -200,16 +198,16 @@ def cmd_search(args: argparse.Namespace) -> None:
     bench = _bench(args)
     if args.scmd == "run":
         kw = {"proxy": args.proxy} if args.algorithm == "etas" and args.proxy else {}
-        t = search.run(args.algorithm, bench, budget=args.budget, seed=args.seed, mode=args.mode, **kw)
+        t = search.run(args.algorithm, bench, budget=args.budget, seed=args.seed, oracle=args.oracle, **kw)
         df = t.to_pandas()
         if args.out:
             _write_frame(df, Path(args.out))
-        console.print(f"{args.algorithm} ({args.mode}), seed {args.seed}: {len(t)} evaluations, "
+        console.print(f"{args.algorithm} ({args.oracle}), seed {args.seed}: {len(t)} evaluations, "
                       f"{df.seconds.iloc[-1] / 3600:.1f} simulated hours, best GLUE {t.best_glue:.3f}: {t.best_arch}")
     elif args.scmd == "compare":
-        curves = search.compare(bench, args.algorithms.split(","), seeds=args.seeds, budget=args.budget, mode=args.mode, axis=args.axis)
+        curves = search.compare(bench, args.algorithms.split(","), seeds=args.seeds, budget=args.budget, oracle=args.oracle, axis=args.axis)
         end = curves.groupby("algorithm", sort=False).tail(1)
-        t = Table(title=f"best GLUE at the end ({args.budget} evaluations), {args.seeds} seeds ({args.mode})")
+        t = Table(title=f"best GLUE at the end ({args.budget} evaluations), {args.seeds} seeds ({args.oracle})")
         for c in ("algorithm", "mean", "std", "q25", "q75"):
             t.add_column(c)
         for r in end.itertuples():
@@ -221,40 +219,31 @@ def cmd_search(args: argparse.Namespace) -> None:
             search.plot_comparison(curves, args.plot)
             console.print(f"wrote {args.plot}")
     else:
-        from .surrogate import cross_validate, operation_effect
+        from .surrogate import cross_validate
 
         console.print(cross_validate(bench).to_string(index=False))
-        console.print(operation_effect(bench))
 
 
-def cmd_build_entry(args: argparse.Namespace) -> None:
-    from builders import build_many
+def _load_plugins(sub: Any) -> None:
+    """Subcommands other packages register under the entry-point group
+    ``nasbench_bert.cli`` (``nasbench_bert.builders`` adds ``build-entry`` and
+    ``publish`` this way, so the core never imports the builders). A plugin whose
+    dependencies are missing is skipped."""
+    from importlib.metadata import entry_points
 
-    archs: list[Any] = []
-    for a in args.arch:
-        if a.isdigit():
-            archs.append(_bench(args).query(int(a), charge=False).arch)
-        else:
-            archs.append(json.loads(a) if a.lstrip().startswith("{") else a)
-    pre = {k: v for k, v in {"steps": args.steps, "batch_size": args.batch_size, "seq_len": args.seq_len,
-                             "warmup_steps": args.warmup_steps, "vocab_size": args.vocab_size,
-                             "max_documents": args.max_documents, "checkpoint_every": args.checkpoint_every}.items() if v is not None}
-    fin = {k: v for k, v in {"epochs": args.epochs, "max_train_examples": args.max_train_examples,
-                             "batch_size": args.finetune_batch_size}.items() if v is not None}
-    out = build_many(archs, executor=args.executor, ray_address=args.ray_address, corpus=args.corpus, glue=args.glue,
-                     tasks=args.tasks.split(",") if args.tasks else None, pretrain_config=pre, finetune_config=fin,
-                     results=args.results, workdir=args.workdir, semantics=args.semantics)
-    for a, e in zip(archs, out):
-        if e is None:
-            console.print(f"{a}: claimed by another builder, skipped")
-        else:
-            console.print(f"{e['arch']}: GLUE {e['scores']['glue']:.2f} ({', '.join(f'{k} {v:.2f}' for k, v in e['scores'].items() if k != 'glue')}), {e['time_to_train']:.0f} s")
-    if args.json:
-        print(json.dumps(out, indent=1, default=str))
+    seen: set[str] = set()
+    for ep in entry_points(group="nasbench_bert.cli"):
+        if ep.name in seen:  # the same plugin seen twice (e.g. an editable and a regular install)
+            continue
+        seen.add(ep.name)
+        try:
+            ep.load()(sub)
+        except ImportError:  # pragma: no cover - an extra is not installed
+            continue
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .tables import TABLES
+    from .data.tables import TABLES
 
     ap = argparse.ArgumentParser(prog="nasbench-bert", description="Query the FlexiBERT and NAS-Bench-NLP benchmarks")
     ap.add_argument("--data", default=None, help="data directory (default: see README, 'Where the data comes from')")
@@ -277,20 +266,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     e.add_argument("--out", required=True)
     e.set_defaults(fn=cmd_export)
     b = sub.add_parser("build-data", help="build the tables from the release files (folder, URL or 'github')")
-    b.add_argument("--release", default=None)
-    b.add_argument("--out", default=None)
+    b.add_argument("--release", default=None, help="folder, base URL or 'github' (default: $NASBENCH_BERT_RELEASE, else 'github')")
+    b.add_argument("--out", default=None, help="data folder (default: the user cache, where loading looks)")
     b.set_defaults(fn=cmd_build_data)
-    from builders.publish import add_arguments
-    from .hub import DEFAULT_REPO_ID, DEFAULT_REVISION
+    from .data.hub import DEFAULT_REPO_ID, DEFAULT_REVISION
 
     d = sub.add_parser("download", help="download and verify the tables from the Hugging Face Hub (or a mirror)")
     d.add_argument("--repo-id", default=DEFAULT_REPO_ID)
     d.add_argument("--revision", default=DEFAULT_REVISION, help="branch, tag or commit sha (pin a sha)")
     d.add_argument("--endpoint", default=None, help="Hub endpoint or mirror (default $HF_ENDPOINT or huggingface.co)")
     d.set_defaults(fn=cmd_download)
-    p = sub.add_parser("publish", help="upload the built tables to a Hub dataset repository as one commit")
-    add_arguments(p)
-    p.set_defaults(fn=cmd_publish)
     px = sub.add_parser("proxies", help="zero-cost proxies: compute live, score against the benchmarks")
     psub = px.add_subparsers(dest="pcmd", required=True)
     pc = psub.add_parser("compute", help="compute proxies on real models (resumable with --cache)")
@@ -320,45 +305,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     se = sub.add_parser("search", help="NAS algorithms on the benchmark; surrogate quality")
     ssub = se.add_subparsers(dest="scmd", required=True)
     sr = ssub.add_parser("run", help="one search run -> trajectory")
-    sr.add_argument("--algorithm", default="regularized_evolution", choices=["random", "regularized_evolution", "local_search", "etas"])
+    sr.add_argument("--algorithm", default="regularized_evolution", choices=list(ALGORITHMS))
     sr.add_argument("--budget", type=int, default=100, help="evaluations")
     sr.add_argument("--seed", type=int, default=0)
-    sr.add_argument("--mode", default="tabular", choices=["tabular", "surrogate"])
+    sr.add_argument("--oracle", "--mode", dest="oracle", default="tabular", choices=list(ORACLES),
+                    help="what answers evaluations: the table, the surrogate (whole space), regenerated entries")
     sr.add_argument("--proxy", default=None, help="ETAS: the ranking proxy (default ntsr)")
     sr.add_argument("--out", default=None, help="trajectory table (.csv or .parquet)")
     sc = ssub.add_parser("compare", help="algorithms x seeds -> anytime curves (table, PNG)")
     sc.add_argument("--algorithms", default="random,regularized_evolution,local_search")
     sc.add_argument("--seeds", type=int, default=20)
     sc.add_argument("--budget", type=int, default=100)
-    sc.add_argument("--mode", default="tabular", choices=["tabular", "surrogate"])
+    sc.add_argument("--oracle", "--mode", dest="oracle", default="tabular", choices=list(ORACLES))
     sc.add_argument("--axis", default="evaluations", choices=["evaluations", "seconds"], help="x of the anytime curves")
     sc.add_argument("--out", default=None)
     sc.add_argument("--plot", default=None)
-    ssub.add_parser("cv", help="surrogate cross-validation and the operation-type analysis")
+    ssub.add_parser("cv", help="surrogate cross-validation (5 folds by arch)")
     se.set_defaults(fn=cmd_search)
-    be = sub.add_parser("build-entry", help="regenerate entries: ELECTRA pretraining + GLUE finetuning (needs torch)")
-    be.add_argument("arch", nargs="+", help="benchmark ids, canonical strings or release JSON")
-    be.add_argument("--corpus", default="hf:openwebtext", help="hf:<dataset> or text:<file|folder>")
-    be.add_argument("--glue", default="hf:glue", help="hf:glue or a folder of GLUE-format TSVs")
-    be.add_argument("--tasks", default=None, help="comma-separated (default all 8)")
-    be.add_argument("--steps", type=int, default=None, help="pretraining steps (default 100,000)")
-    be.add_argument("--batch-size", type=int, default=None)
-    be.add_argument("--seq-len", type=int, default=None)
-    be.add_argument("--warmup-steps", type=int, default=None)
-    be.add_argument("--vocab-size", type=int, default=None, help="of a locally trained WordPiece (offline)")
-    be.add_argument("--max-documents", type=int, default=None)
-    be.add_argument("--checkpoint-every", type=int, default=None)
-    be.add_argument("--epochs", type=int, default=None, help="finetuning epochs (default 3; 10 for RTE/STS-B)")
-    be.add_argument("--max-train-examples", type=int, default=None)
-    be.add_argument("--finetune-batch-size", type=int, default=None)
-    be.add_argument("--results", default=None, help="results table folder (skip finished, safe for parallel builders)")
-    be.add_argument("--workdir", default=None, help="checkpoints (a killed build resumes)")
-    be.add_argument("--semantics", default="as_trained", choices=list(SEMANTICS_NAMES),
-                    help="the model to train: as_trained (the benchmark's; default) or as_specified (a corrected benchmark)")
-    be.add_argument("--executor", default="local", choices=["local", "ray"])
-    be.add_argument("--ray-address", default=None)
-    be.add_argument("--json", action="store_true")
-    be.set_defaults(fn=cmd_build_entry)
+    _load_plugins(sub)
     args = ap.parse_args(argv)
     try:
         args.fn(args)

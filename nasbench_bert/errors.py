@@ -42,3 +42,7 @@ class DataNotFoundError(NasBenchError, FileNotFoundError):
 
 class OutOfBudgetError(NasBenchError):
     """A query would exceed the simulated training-time budget set on the benchmark."""
+
+
+class SourceUnavailableWarning(UserWarning):
+    """A data source failed (offline, missing, corrupt); the next one in the order is tried."""

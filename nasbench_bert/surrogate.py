@@ -22,18 +22,18 @@ from scipy.stats import kendalltau, spearmanr
 
 from .sizes import flexibert_num_params
 from .spaces.flexibert import (
-    _BLOCK, _LAYER_CACHE, _PER_HIDDEN, CHOICES_PER_LAYER, HIDDEN_SIZES, LAYER_COUNTS, OPERATIONS, Arch,
+    BLOCK_SIZES, CHOICES_PER_LAYER, LAYER_CHOICES, PER_HIDDEN, HIDDEN_SIZES, LAYER_COUNTS, OPERATIONS, Arch,
 )
-from .tables import GLUE_TASKS
+from .data.tables import GLUE_TASKS
 
 TARGETS: tuple[str, ...] = ("glue", *GLUE_TASKS)
 MAX_LAYERS = max(LAYER_COUNTS)
-_SLOT = len(OPERATIONS) + 4  # op one-hot, heads=4, ff=1024, num_ff=3, present
+SLOT = len(OPERATIONS) + 4  # op one-hot, heads=4, ff=1024, num_ff=3, present
 
 
 def _choice_table() -> np.ndarray:
-    t = np.zeros((CHOICES_PER_LAYER + 1, _SLOT))  # last row: an absent layer
-    for c, layer in enumerate(_LAYER_CACHE):
+    t = np.zeros((CHOICES_PER_LAYER + 1, SLOT))  # last row: an absent layer
+    for c, layer in enumerate(LAYER_CHOICES):
         t[c, OPERATIONS.index((layer.operation_type, layer.operation_parameter))] = 1
         t[c, len(OPERATIONS)] = layer.num_operation_heads == 4
         t[c, len(OPERATIONS) + 1] = layer.feed_forward_dimension == 1024
@@ -48,12 +48,12 @@ _CHOICES = _choice_table()
 def _layer_params() -> tuple[np.ndarray, np.ndarray]:
     """Per hidden size: embedding params E[h] and per-choice layer params P[h, c]."""
     E, P = np.zeros(len(HIDDEN_SIZES)), np.zeros((len(HIDDEN_SIZES), CHOICES_PER_LAYER + 1))
-    L0 = _LAYER_CACHE[0]
+    L0 = LAYER_CHOICES[0]
     for hi, H in enumerate(HIDDEN_SIZES):
         base = flexibert_num_params(Arch(H, (L0, L0)))
         p0 = (flexibert_num_params(Arch(H, (L0,) * 4)) - base) / 2
         E[hi] = base - 2 * p0
-        for c, layer in enumerate(_LAYER_CACHE):
+        for c, layer in enumerate(LAYER_CHOICES):
             P[hi, c] = flexibert_num_params(Arch(H, (layer, L0))) - base + p0
     return E, P
 
@@ -64,9 +64,9 @@ _E, _P = _layer_params()
 def decode_indices(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Space indices -> (hidden-size index, per-slot choices with 48 = absent), vectorised."""
     idx = np.asarray(idx, dtype=np.int64)
-    h, rest = np.divmod(idx, _PER_HIDDEN)
-    deep = rest >= _BLOCK[2]
-    rest = np.where(deep, rest - _BLOCK[2], rest)
+    h, rest = np.divmod(idx, PER_HIDDEN)
+    deep = rest >= BLOCK_SIZES[2]
+    rest = np.where(deep, rest - BLOCK_SIZES[2], rest)
     choices = np.full((len(idx), MAX_LAYERS), CHOICES_PER_LAYER, dtype=np.int64)
     n = np.where(deep, 4, 2)
     for slot in range(MAX_LAYERS - 1, -1, -1):  # least significant digit = last layer
@@ -268,41 +268,3 @@ class Surrogate:
             {t: float(m[0, i + 1]) for i, t in enumerate(GLUE_TASKS)},
             {t: float(s[0, i + 1]) for i, t in enumerate(GLUE_TASKS)}, self.family,
         )
-
-
-def operation_effect(bench: Any, permutations: int = 2000, seed: int = 0) -> dict[str, float]:
-    """How much GLUE variance the operation fields explain beyond the others.
-
-    Nested OLS on the 500 runs: a base model with hidden size, depth and per-layer heads,
-    feed-forward width and depth, against base + per-layer operation one-hots. Reports
-    both R^2, the partial F-test p-value, and a permutation p-value (operation
-    assignments shuffled across archs, keeping everything else fixed).
-    """
-    from scipy.stats import f as f_dist
-
-    X, Y, _ = training_data(bench)
-    y = Y[:, 0]
-    nop = len(OPERATIONS)
-    slots = X[:, : MAX_LAYERS * _SLOT].reshape(len(X), MAX_LAYERS, _SLOT)
-    ops = slots[:, :, 1:nop].reshape(len(X), -1)  # drop one op column per slot (collinear with 'present')
-    base = np.column_stack([np.ones(len(X)), X[:, -3], X[:, -2], slots[:, :, nop:].reshape(len(X), -1)])
-
-    def r2(A: np.ndarray) -> tuple[float, float]:
-        w, *_ = np.linalg.lstsq(A, y, rcond=None)
-        rss = float(((y - A @ w) ** 2).sum())
-        return 1 - rss / float(((y - y.mean()) ** 2).sum()), rss
-
-    r2_base, rss_base = r2(base)
-    full = np.column_stack([base, ops])
-    r2_full, rss_full = r2(full)
-    q = np.linalg.matrix_rank(full) - np.linalg.matrix_rank(base)
-    dof = len(y) - np.linalg.matrix_rank(full)
-    F = ((rss_base - rss_full) / q) / (rss_full / dof)
-    rng = np.random.default_rng(seed)
-    gains = np.empty(permutations)
-    for i in range(permutations):
-        gains[i] = r2(np.column_stack([base, ops[rng.permutation(len(y))]]))[0] - r2_base
-    gain = r2_full - r2_base
-    return {"r2_size_and_heads": r2_base, "r2_with_operations": r2_full, "r2_gain_from_operations": gain,
-            "f_statistic": float(F), "f_df": (int(q), int(dof)), "f_p_value": float(f_dist.sf(F, q, dof)),
-            "permutation_p_value": float((1 + (gains >= gain).sum()) / (1 + permutations)), "permutations": permutations}

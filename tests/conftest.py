@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -19,11 +20,16 @@ NLP = UPSTREAM / "nas-bench-nlp"
 def pytest_configure(config):
     if not (TFN / "BERT_benchmark.json").is_file():
         raise pytest.UsageError(f"release files not found in {UPSTREAM}; set NASBENCH_BERT_RELEASE")
+    # the data resolution order, pointed explicitly at test locations: release files from
+    # ../shared/upstream and a private user cache (the Hub step is skipped: this version
+    # pins no revision, and tests of the Hub run their own local server)
+    os.environ["NASBENCH_BERT_RELEASE"] = str(UPSTREAM)
+    os.environ.setdefault("NASBENCH_BERT_CACHE", tempfile.mkdtemp(prefix="nasbench-bert-test-cache-"))
 
 
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory) -> Path:
-    from builders.release import build_tables
+    from nasbench_bert.data.release import build_tables
 
     out = tmp_path_factory.mktemp("data")
     build_tables(UPSTREAM, out, progress=False)

@@ -17,11 +17,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from conftest import ROOT, UPSTREAM  # noqa: E402
-from builders.entry import build_entry, build_many, validate_entry  # noqa: E402
+from nasbench_bert.builders.entry import build_entry, build_many, validate_entry  # noqa: E402
 from nasbench_bert.sizes import flexibert_num_params  # noqa: E402
-from builders.glue import TASKS, f1_binary, layerwise_groups, mcc, pearson, read_split, spearman  # noqa: E402
-from builders.pretrain import PretrainConfig, pretrain, schedule  # noqa: E402
-from builders.results import ArchClaimed, ResultsTable  # noqa: E402
+from nasbench_bert.builders.glue import TASKS, f1_binary, layerwise_groups, mcc, pearson, read_split, spearman  # noqa: E402
+from nasbench_bert.builders.pretrain import PretrainConfig, pretrain, schedule  # noqa: E402
+from nasbench_bert.builders.results import ArchClaimed, ResultsTable  # noqa: E402
 from nasbench_bert import Benchmark  # noqa: E402
 
 RTE = UPSTREAM / "glue-rte"
@@ -231,7 +231,7 @@ def test_hub_dataset_loader_on_local_data(tmp_path):
     """The hf: path runs the real datasets.load_dataset code; a local folder in a
     format datasets recognises stands in for the Hub."""
     pytest.importorskip("datasets")
-    from builders.textdata import read_corpus
+    from nasbench_bert.text import read_corpus
 
     d = tmp_path / "owt"
     d.mkdir()

@@ -15,8 +15,9 @@ import pandas as pd
 import pytest
 
 from nasbench_bert import Benchmark, DataIntegrityError, DataNotFoundError
-from nasbench_bert.hub import SourceUnavailableWarning, hub_cache_dir, materialised_dir
-from nasbench_bert.tables import TABLES, DataDir
+from nasbench_bert import SourceUnavailableWarning
+from nasbench_bert.data.hub import hub_cache_dir, materialised_dir
+from nasbench_bert.data.tables import TABLES, DataDir
 
 from conftest import ROOT, UPSTREAM
 from hubserver import HubServer
@@ -34,7 +35,7 @@ def cache(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture()
 def hub(data_dir):
-    from builders.publish import publish
+    from nasbench_bert.builders.publish import publish
 
     with HubServer() as server:
         server.published = publish(REPO, data=data_dir, endpoint=server.url)  # type: ignore[attr-defined]
@@ -78,7 +79,7 @@ def test_download_load_query_equals_local(hub, cache, bench):
 
 
 def test_revision_pinning_and_branch(hub, cache, data_dir):
-    from builders.publish import publish
+    from nasbench_bert.builders.publish import publish
 
     first = hub.published
     second = publish(REPO, data=data_dir, endpoint=hub.url, revision="dev", commit_message="again")

@@ -17,11 +17,11 @@ from scipy.stats import kendalltau, spearmanr
 torch = pytest.importorskip("torch")
 
 from conftest import ROOT, UPSTREAM  # noqa: E402
-from nasbench_bert import proxies  # noqa: E402
+from nasbench_bert import parse_recipe, proxies  # noqa: E402
 from nasbench_bert.proxies import engine  # noqa: E402
 from nasbench_bert.proxies.bert import sept_value  # noqa: E402
 from nasbench_bert.proxies.common import cosine_score, covariance_score  # noqa: E402
-from nasbench_bert.proxies.scoring import strata_tau, top_k_precision  # noqa: E402
+from nasbench_bert.scoring import strata_tau, top_k_precision  # noqa: E402
 
 SMALL = {"batch_size": 2, "seq_len": 16}
 
@@ -254,7 +254,7 @@ def test_nlp_proxies_live(bench):
     assert df.hidden_covariance_layer1.notna().all()
     # hidden covariance = eigen-score of the correlation of h_{t-1} units, by hand
     spec = proxies.BatchSpec(space="nlp", batch_size=4, seq_len=8, vocab_size=10000)
-    cap = engine.capture_nlp(proxies.compute.__globals__["parse_recipe"](rows.recipe.iloc[0]), {"hidden_states"},
+    cap = engine.capture_nlp(parse_recipe(rows.recipe.iloc[0]), {"hidden_states"},
                              proxies.make_batch(spec), "faithful", 0)
     h = cap.hidden_states[0].double()
     rows_ = h.permute(2, 1, 0).reshape(h.shape[2], -1).numpy()

@@ -22,7 +22,7 @@ from nasbench_bert.semantics import AS_SPECIFIED, AS_TRAINED, AUTHORS, SEMANTICS
 from nasbench_bert.sizes import flexibert_num_params
 from nasbench_bert.spaces.flexibert import Arch
 
-from builders.release import stored_hook_multiplicity
+from nasbench_bert.data.release import stored_hook_multiplicity
 
 HERE = Path(__file__).resolve().parent
 TF_REFERENCE = HERE / "reference" / "data" / "tf_as_trained.json.gz"
@@ -185,8 +185,8 @@ def test_tf_finetuning_layer_rates_are_the_builders(tf_reference):
     """The builders' as-trained recipe uses ELECTRA's layer-wise rates over 12 layers, as
     the TF finetuning graph did (multipliers read from that graph)."""
     pytest.importorskip("torch")
-    from builders.entry import BENCHMARK_FINETUNE
-    from builders.glue import layerwise_groups
+    from nasbench_bert.builders.entry import BENCHMARK_FINETUNE
+    from nasbench_bert.builders.glue import layerwise_groups
     from nasbench_bert.models import SequenceClassifier, build_flexibert
 
     r = next(x for x in tf_reference["archs"] if len(x["nas_config"]["encoder_layers"]) == 4)

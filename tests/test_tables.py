@@ -14,9 +14,10 @@ import threading
 
 import pytest
 
-from builders.release import build_tables
+from nasbench_bert.data.release import build_tables
 from nasbench_bert import Benchmark, DataIntegrityError, DataNotFoundError
-from nasbench_bert.tables import DataDir, resolve
+from nasbench_bert.data.resolve import resolve
+from nasbench_bert.data.tables import DataDir
 from tests.conftest import ROOT, UPSTREAM
 
 
@@ -86,7 +87,7 @@ def test_killed_build_leaves_nothing_half_written(tmp_path):
     out = tmp_path / "data"
     env = {**os.environ, "NASBENCH_BERT_TEST_SLOW_BUILD": "30", "PYTHONPATH": str(ROOT)}
     p = subprocess.Popen(
-        [sys.executable, "-m", "builders.release", "--release", str(UPSTREAM), "--out", str(out)],
+        [sys.executable, "-m", "nasbench_bert.data.release", "--release", str(UPSTREAM), "--out", str(out)],
         env=env, stdout=subprocess.PIPE, text=True, cwd=ROOT,
     )
     try:

@@ -1,24 +1,43 @@
 """Zero-cost (training-free) NAS proxies, computed live and scored against the benchmarks.
 
 >>> from nasbench_bert import proxies
->>> df = proxies.compute([0, 1, 2], "paper", semantics="seed_compat")   # one row per arch
->>> proxies.score(df, target="glue")                                    # tau, rho, CIs, ...
->>> proxies.score_stored("nlp")                                         # the release's values
+>>> df = proxies.compute([0, 1, 2], "paper", semantics="authors")   # one row per arch
+>>> proxies.score(df, target="glue")                                # tau, rho, CIs, ...
+>>> proxies.score_stored("nlp")                                     # the release's values
 
-Importing this subpackage needs PyTorch (the ``[torch]`` extra); scoring stored values
-(:func:`score_stored`) does not build models but lives here for one front door.
+Computing proxies needs PyTorch (the ``[torch]`` extra); scoring does not
+(:mod:`nasbench_bert.scoring`, re-exported here). Names are imported on first use, so
+``import nasbench_bert.proxies`` itself never imports torch.
 """
 
 from __future__ import annotations
 
-from . import bert as _bert  # noqa: F401  (registers the FlexiBERT proxies)
-from . import rnn as _rnn  # noqa: F401  (registers the NAS-Bench-NLP proxies)
-from .compute import COMBINED, compute, ntsr
-from .inputs import BatchSpec, make_batch
-from .registry import NEEDS, REGISTRY, Proxy, ProxyValue, get, register
-from .scoring import paper_figures, partial_tau, scatter, score, score_stored, to_markdown
+import importlib
+from typing import Any
 
-__all__ = [
-    "compute", "score", "score_stored", "ntsr", "register", "get", "REGISTRY", "NEEDS", "COMBINED",
-    "Proxy", "ProxyValue", "BatchSpec", "make_batch", "scatter", "paper_figures", "partial_tau", "to_markdown",
-]
+_EXPORTS = {
+    "compute": ".sweep", "ntsr": ".sweep", "COMBINED": ".sweep",
+    "BatchSpec": ".inputs", "make_batch": ".inputs",
+    "register": ".registry", "get": ".registry", "REGISTRY": ".registry", "NEEDS": ".registry",
+    "Proxy": ".registry", "ProxyValue": ".registry",
+    "score": "..scoring", "score_stored": "..scoring", "scatter": "..scoring", "paper_figures": "..scoring",
+    "partial_tau": "..scoring", "to_markdown": "..scoring",
+    "scoring": "..scoring",
+}
+
+__all__ = sorted(k for k in _EXPORTS if k != "scoring")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        mod = importlib.import_module(_EXPORTS[name], __name__)
+        value = mod if name == "scoring" else getattr(mod, name)
+        if name in ("register", "get", "REGISTRY"):
+            from . import bert, rnn  # noqa: F401  (the built-in proxies are registered before anyone looks)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -50,7 +50,7 @@ def run_one(space: str, key: Any, proxies: list[Proxy], spec: BatchSpec, batch: 
     needs: set[str] = set().union(*(p.needs for p in proxies)) if proxies else {"forward"}
     sem = get_semantics(semantics)
     t0 = time.perf_counter()
-    capture = capture_flexibert if space == "flexibert" else capture_nlp
+    capture = {"flexibert": capture_flexibert, "nlp": capture_nlp}[space]  # resolved now: tests may patch them
     cap = capture(key, needs, batch, sem, seed, DTYPES[dtype])
     t1 = time.perf_counter()
     row = evaluate(proxies, cap)

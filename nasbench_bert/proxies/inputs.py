@@ -14,31 +14,25 @@ Sources (``BatchSpec.source``):
 * ``"hf:<dataset>[:<config>]"`` - a Hugging Face dataset's ``text`` column (e.g.
   ``hf:openwebtext``, what the paper used), when the Hub is reachable.
 
-FlexiBERT text is tokenised with the ELECTRA-small WordPiece tokenizer from the Hub when
-it can be loaded, else with a WordPiece tokenizer of the same vocabulary size trained
-locally on the corpus with ``tokenizers`` (recorded in ``BatchSpec.key``). NAS-Bench-NLP
-text is split on whitespace into a word vocabulary of the benchmark's size, PTB style.
+FlexiBERT text is tokenised by :func:`nasbench_bert.text.load_tokenizer` (ELECTRA-small's
+WordPiece when it can be loaded, else one of the same size trained locally and stored
+per corpus; the name is in each row's ``tokenizer`` column). NAS-Bench-NLP text is split
+on whitespace into a word vocabulary of the benchmark's size, PTB style.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from ..sizes import PTB_VOCAB
+from ..text import BERT_VOCAB, Document, flat_text, load_tokenizer, read_documents
 
-BERT_VOCAB = 30522
 CLS, SEP, PAD = 101, 102, 0
 
-#: defaults chosen to fit a 2-core CPU: the full 500-arch sweep in well under 30 min
-DEFAULT_BERT = dict(batch_size=8, seq_len=128)
-DEFAULT_NLP = dict(batch_size=10, seq_len=70)  # NAS-Bench-NLP eval batch 10, bptt 70
 
 
 @dataclass(frozen=True)
@@ -55,10 +49,13 @@ class BatchSpec:
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or v < 2:
                 raise ValueError(f"{f} = {v!r} is not allowed; allowed: an integer >= 2")
-        if self.space not in ("flexibert", "nlp"):
-            raise ValueError(f"space = {self.space!r} is not allowed; allowed values: ['flexibert', 'nlp']")
-        if self.space == "flexibert" and self.seq_len > 512:
-            raise ValueError(f"seq_len = {self.seq_len} is not allowed for FlexiBERT; allowed: 2 ... 512 (position table size)")
+        from .spaces import PROXY_SPACES
+
+        if self.space not in PROXY_SPACES:
+            raise ValueError(f"space = {self.space!r} is not allowed; allowed values: {list(PROXY_SPACES)}")
+        top = PROXY_SPACES[self.space].max_seq_len
+        if top is not None and self.seq_len > top:
+            raise ValueError(f"seq_len = {self.seq_len} is not allowed for {self.space}; allowed: 2 ... {top} (position table size)")
         kind = self.source.split(":", 1)[0]
         if kind not in ("random", "text", "glue", "hf") or (kind != "random" and ":" not in self.source):
             raise ValueError(f"source = {self.source!r} is not allowed; allowed: 'random', 'text:<path>', 'glue:<folder>', 'hf:<dataset>[:<config>]'")
@@ -92,88 +89,9 @@ class Batch:
     tokenizer: str = "none"
 
 
-# -- text sources ------------------------------------------------------------------------
-def _documents(spec: BatchSpec) -> list[Any]:
-    kind, _, arg = spec.source.partition(":")
-    if kind == "text":
-        p = Path(arg)
-        if not p.exists():
-            raise FileNotFoundError(f"source = {spec.source!r}: {p} does not exist")
-        files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
-        docs = [line.strip() for f in files for line in f.read_text(errors="replace").splitlines() if line.strip()]
-    elif kind == "glue":
-        p = Path(arg) / "train.tsv" if Path(arg).is_dir() else Path(arg)
-        if not p.is_file():
-            raise FileNotFoundError(f"source = {spec.source!r}: no GLUE train.tsv at {p}")
-        with open(p, newline="") as f:
-            rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
-        cols = [c for c in ("sentence1", "sentence2", "question", "sentence", "question1", "question2", "premise", "hypothesis") if rows and c in rows[0]]
-        docs = [tuple(r[c] for c in cols[:2]) if len(cols) > 1 else r[cols[0]] for r in rows]
-    else:
-        import datasets  # optional dependency, only for hf:
-
-        name, _, config = arg.partition(":")
-        ds = datasets.load_dataset(name, config or None, split="train", streaming=True)
-        docs = []
-        for ex in ds:
-            docs.append(ex["text"])
-            if len(docs) >= spec.batch_size * 64:
-                break
-    if not docs:
-        raise ValueError(f"source = {spec.source!r} holds no text")
-    return docs
-
-
-def _hub_reachable(timeout: float = 2.0) -> bool:
-    """One quick TCP probe, so an offline machine does not sit through retries."""
-    import socket
-    from urllib.parse import urlsplit
-
-    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
-        return False
-    u = urlsplit(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
-    try:
-        socket.create_connection((u.hostname, u.port or (443 if u.scheme == "https" else 80)), timeout=timeout).close()
-        return True
-    except OSError:
-        return False
-
-
-def bert_tokenizer(corpus: list[Any] | None = None) -> tuple[Any, str]:
-    """ELECTRA-small's tokenizer from the Hub, else a local WordPiece of the same size."""
-    try:
-        from transformers import AutoTokenizer
-
-        try:  # the Hub cache first: no network
-            return AutoTokenizer.from_pretrained("google/electra-small-discriminator", local_files_only=True), "electra-small"
-        except Exception:
-            if _hub_reachable():
-                return AutoTokenizer.from_pretrained("google/electra-small-discriminator"), "electra-small"
-    except Exception:  # offline or transformers missing: train one locally
-        pass
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-
-    from ..tables import user_cache_dir
-
-    texts = [" ".join(d) if isinstance(d, tuple) else d for d in (corpus or ["empty"])]
-    digest = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
-    # WordPiece training is not deterministic (ties), so a trained tokenizer is stored
-    # per corpus and reused: the same corpus always gives the same token ids here
-    path = user_cache_dir() / "tokenizers" / f"wordpiece-{BERT_VOCAB}-{digest}.json"
-    if path.is_file():
-        return Tokenizer.from_file(str(path)), f"wordpiece-local-{digest}"
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    trainer = trainers.WordPieceTrainer(vocab_size=BERT_VOCAB, special_tokens=special, show_progress=False)
-    tok.train_from_iterator(texts, trainer=trainer)
-    tok.post_processor = processors.BertProcessing(("[SEP]", tok.token_to_id("[SEP]")), ("[CLS]", tok.token_to_id("[CLS]")))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tok.save(str(tmp))
-    os.replace(tmp, path)
-    return tok, f"wordpiece-local-{digest}"
+# -- text sources (the shared text module) ---------------------------------------------------
+def _documents(spec: BatchSpec) -> list[Document]:
+    return read_documents(spec.source, spec.batch_size * 64 if spec.source.startswith("hf:") else None)
 
 
 def make_batch(spec: BatchSpec) -> Batch:
@@ -183,7 +101,7 @@ def make_batch(spec: BatchSpec) -> Batch:
         V = spec.vocab_size or PTB_VOCAB
         if spec.source == "random":
             return Batch(spec, torch.randint(0, V, (T, B), generator=g))
-        words = " ".join(" ".join(d) if isinstance(d, tuple) else d for d in _documents(spec)).split()
+        words = " ".join(flat_text(d) for d in _documents(spec)).split()
         from collections import Counter
 
         vocab = {w: i + 1 for i, (w, _) in enumerate(Counter(words).most_common(V - 1))}  # 0 = <unk>
@@ -203,21 +121,14 @@ def make_batch(spec: BatchSpec) -> Batch:
     chosen = [docs[i] for i in perm[:B]]
     while len(chosen) < B:
         chosen += chosen[: B - len(chosen)]
-    tok, name = bert_tokenizer(docs)
-    ids = torch.full((B, T), PAD, dtype=torch.long)
+    tok = load_tokenizer(docs, BERT_VOCAB)
+    ids = torch.full((B, T), tok.pad_id, dtype=torch.long)
     tt = torch.zeros(B, T, dtype=torch.long)
     mask = torch.zeros(B, T, dtype=torch.long)
-    if name != "electra-small":
-        tok.enable_truncation(max_length=T, strategy="longest_first")  # pairs keep both segments
     for i, d in enumerate(chosen):
         parts = d if isinstance(d, tuple) else (d,)
-        if name == "electra-small":
-            enc = tok(*parts, truncation=True, max_length=T)
-            row, types = enc["input_ids"], enc.get("token_type_ids", [0] * len(enc["input_ids"]))
-        else:
-            e = tok.encode(*parts)
-            row, types = e.ids[:T], e.type_ids[:T]
-        ids[i, : len(row)] = torch.tensor(row)
-        tt[i, : len(types)] = torch.tensor(types)
+        row, types = tok.encode(*parts[:2], max_len=T)  # pairs keep both segments (longest-first)
+        ids[i, : len(row)] = torch.tensor(row[:T])
+        tt[i, : len(types)] = torch.tensor(types[:T])
         mask[i, : len(row)] = 1
-    return Batch(spec, ids, mask, tt, name)
+    return Batch(spec, ids, mask, tt, tok.name)

@@ -38,7 +38,7 @@ NEEDS = frozenset({
     "synflow",          # a separate pass on |weights| with an all-ones input
     "loss_backward",    # backward of the RNN's y.backward(y) objective (synaptic saliency)
 })
-SPACES = ("flexibert", "nlp")
+SPACES: tuple[str, ...] = ("flexibert", "nlp")  # the keys of proxies.spaces.PROXY_SPACES
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,9 @@ def register(
 
 def get(space: str, names: Iterable[str] | str | None) -> list[Proxy]:
     """The proxies named (``None`` or ``"all"``: every one of the space; ``"paper"``,
-    ``"etas"``, ``"baseline"``: a group)."""
+    ``"etas"``, ``"baseline"``: a group). The built-in proxies are registered when
+    :mod:`nasbench_bert.proxies.sweep` (or any name of :mod:`nasbench_bert.proxies`) is
+    imported; this module itself imports no torch."""
     if space not in SPACES:
         raise ValueError(f"space = {space!r} is not allowed; allowed values: {list(SPACES)}")
     reg = REGISTRY[space]

@@ -48,9 +48,11 @@ LAYER_FIELDS: tuple[str, ...] = (
     "num_feed_forward",
 )
 CHOICES_PER_LAYER = len(OPERATIONS) * len(NUM_HEADS) * len(FF_DIMS) * len(NUM_FF)  # 48
-_BLOCK = {n: CHOICES_PER_LAYER**n for n in LAYER_COUNTS}  # archs per (hidden, depth)
-_PER_HIDDEN = sum(_BLOCK.values())
-SPACE_SIZE = len(HIDDEN_SIZES) * _PER_HIDDEN  # 10,621,440
+#: archs per (hidden size, depth): the mixed-radix blocks of :func:`index`
+BLOCK_SIZES: dict[int, int] = {n: CHOICES_PER_LAYER**n for n in LAYER_COUNTS}
+#: archs per hidden size
+PER_HIDDEN = sum(BLOCK_SIZES.values())
+SPACE_SIZE = len(HIDDEN_SIZES) * PER_HIDDEN  # 10,621,440
 
 
 def _is_int(v: Any) -> bool:
@@ -247,11 +249,18 @@ def from_release(d: Any) -> Arch:
 
 
 def parse_string(s: Any) -> Arch:
-    """Parse the canonical string form (whitespace and operation case are forgiven)."""
+    """Parse the canonical string form (whitespace and operation case are forgiven).
+
+    Only ASCII is accepted: Unicode digits (``²``, ``①``, fullwidth ``２``) and letters that
+    upper-case to ASCII (``ſ``) would otherwise slip through ``int()`` and ``str.upper()``.
+    """
     if not isinstance(s, str):
         raise InvalidArchitectureError(f"an arch string must be str, got {type(s).__name__}")
-    parts = [p.strip() for p in s.strip().split("/")]
     fmt = "expected 'HIDDEN/OP-PARAM-hHEADS-FFDIMxNUMFF/...' e.g. '256/SA-WMA-h4-1024x3/DSC-5-h2-512x1'"
+    if not s.isascii():
+        bad = next(c for c in s if not c.isascii())
+        raise InvalidArchitectureError(f"arch string {s!r} holds the non-ASCII character {bad!r}; arch strings are ASCII: {fmt}")
+    parts = [p.strip() for p in s.strip().split("/")]
     if len(parts) < 2:
         raise InvalidArchitectureError(f"cannot parse arch string {s!r}: {fmt}")
     if not parts[0].isdigit() or int(parts[0]) not in HIDDEN_SIZES:
@@ -284,11 +293,11 @@ def parse_string(s: Any) -> Arch:
 # -- the index bijection -------------------------------------------------------------------
 def index(arch: Arch) -> int:
     """Index of ``arch`` in ``range(SPACE_SIZE)``."""
-    base = HIDDEN_SIZES.index(arch.hidden_size) * _PER_HIDDEN
+    base = HIDDEN_SIZES.index(arch.hidden_size) * PER_HIDDEN
     for n in LAYER_COUNTS:
         if n == arch.num_layers:
             break
-        base += _BLOCK[n]
+        base += BLOCK_SIZES[n]
     k = 0
     for layer in arch.layers:
         k = k * CHOICES_PER_LAYER + layer.choice
@@ -299,16 +308,16 @@ def arch_at(i: Any) -> Arch:
     """The architecture at index ``i`` (inverse of :func:`index`)."""
     if not _is_int(i) or not 0 <= int(i) < SPACE_SIZE:
         raise InvalidArchitectureError(f"space index {i!r} is out of range; allowed: integers 0 <= i < {SPACE_SIZE}")
-    h, rest = divmod(int(i), _PER_HIDDEN)
+    h, rest = divmod(int(i), PER_HIDDEN)
     for n in LAYER_COUNTS:
-        if rest < _BLOCK[n]:
+        if rest < BLOCK_SIZES[n]:
             break
-        rest -= _BLOCK[n]
+        rest -= BLOCK_SIZES[n]
     digits = []
     for _ in range(n):
         rest, d = divmod(rest, CHOICES_PER_LAYER)
         digits.append(d)
-    return Arch(HIDDEN_SIZES[h], tuple(_LAYER_CACHE[d] for d in reversed(digits)))
+    return Arch(HIDDEN_SIZES[h], tuple(LAYER_CHOICES[d] for d in reversed(digits)))
 
 
 # -- the space object -----------------------------------------------------------------
@@ -407,8 +416,32 @@ def _layer_alternatives(layer: Layer) -> list[Layer]:
 
 
 FLEXIBERT_SPACE = FlexiBERTSpace()
-#: the 48 possible layers; Layer is immutable, so archs can share these objects
-_LAYER_CACHE: tuple[Layer, ...] = tuple(Layer.from_choice(c) for c in range(CHOICES_PER_LAYER))
+#: the 48 possible layers, in choice order; Layer is immutable, so archs can share them
+LAYER_CHOICES: tuple[Layer, ...] = tuple(Layer.from_choice(c) for c in range(CHOICES_PER_LAYER))
+
+# -- field codes: the neighbourhood metric ---------------------------------------------------
+_OPERATION_NAMES = [f"{t}-{p}" for t, p in OPERATIONS]
+#: length of :func:`field_codes`: hidden size, depth, then 4 fields for each of 4 layer slots
+CODE_LENGTH = 2 + 4 * max(LAYER_COUNTS)
+
+
+def field_codes(arch: Arch) -> np.ndarray:
+    """An integer vector of the arch's fields: hidden size, depth, then per layer slot
+    (operation, heads, ff width, ff depth); -1 marks an absent layer."""
+    v = np.full(CODE_LENGTH, -1, dtype=np.int64)
+    v[0], v[1] = arch.hidden_size, arch.num_layers
+    for i, layer in enumerate(arch.layers):
+        v[2 + 4 * i: 6 + 4 * i] = (
+            _OPERATION_NAMES.index(f"{layer.operation_type}-{layer.operation_parameter}"),
+            layer.num_operation_heads, layer.feed_forward_dimension, layer.num_feed_forward,
+        )
+    return v
+
+
+def field_distances(query: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Number of differing fields between ``query`` and each row of ``codes`` (both from
+    :func:`field_codes`); a layer present in one arch only counts as 4."""
+    return (codes[:, 0] != query[0]).astype(np.int64) + (codes[:, 2:] != query[2:]).sum(axis=1)
 
 assert SPACE_SIZE == 10_621_440 == 2 * (48**2 + 48**4)
 assert math.prod((len(OPERATIONS), len(NUM_HEADS), len(FF_DIMS), len(NUM_FF))) == CHOICES_PER_LAYER

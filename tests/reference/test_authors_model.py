@@ -132,6 +132,10 @@ FORWARD_PROXIES = {
     "head_softmax_confidence_norm": "attention_condfidence_normalized",
     "num_params": "num_parameters",
 }
+#: the notebook accumulates every proxy in ``torch.tensor(0.0)``, a float32 scalar, while we
+#: sum in float64: the two agree to float32 rounding of the running sum, a few 1e-8 relative
+#: here (largest seen 1.1e-7). A definition difference would show as O(1) or at least 1e-3.
+F32_ACCUMULATOR = 1e-6
 GRADIENT_PROXIES = {
     "synaptic_diversity": "synaptic_diversity",
     "synaptic_diversity_norm": "synaptic_diversity_normalized",
@@ -198,7 +202,8 @@ def batch():
 def test_forward_proxies_equal_the_notebook(a, batch):
     """Same seed, same batch, train mode: our ``authors`` protocol gives the notebook's
     values for every forward proxy (activation distance, head and softmax confidence,
-    parameters), hook counts included."""
+    parameters), hook counts included, to the float32 rounding of the notebook's running
+    sum (see :data:`F32_ACCUMULATOR`)."""
     require_reference()
     theirs = _notebook_values(a, batch, seed=0, objective="ones")
     ours = _ours(a, batch, seed=0, objective="ones")
@@ -206,7 +211,7 @@ def test_forward_proxies_equal_the_notebook(a, batch):
     for name in [*FORWARD_PROXIES, "activation_distance"]:
         rel = abs(ours[name] - theirs[name]) / max(abs(theirs[name]), 1e-300)
         worst = max(worst, rel)
-        assert rel <= 1e-9, (name, ours[name], theirs[name])
+        assert rel <= F32_ACCUMULATOR, (name, ours[name], theirs[name])
     print(f"{a}: forward proxies, max relative diff {worst:.2e}")
 
 
@@ -223,7 +228,7 @@ def test_gradient_proxies_equal_the_notebook_definitions(a, batch):
         t, o = theirs[name], ours[name]
         rel = abs(o - t) / max(abs(t), 1e-300)
         worst = max(worst, rel)
-        assert rel <= 1e-7, (name, o, t)
+        assert rel <= F32_ACCUMULATOR, (name, o, t)
     print(f"{a}: gradient proxies, max relative diff {worst:.2e}")
 
 

@@ -13,11 +13,10 @@ its own cache), and this module adds what the Hub does not promise:
   before (each commit has its own folder);
 * later loads of a pinned commit need no network at all, and a branch name resolves
   through the Hub cache when ``HF_HUB_OFFLINE=1``;
-* sources can be listed in order (:func:`fetch`): the Hub, a mirror, the authors' raw
-  release files rebuilt locally. The first that verifies wins; each dead one is reported
-  with a :class:`SourceUnavailableWarning` saying why and what is tried next.
+* sources can be listed in order (:func:`nasbench_bert.data.resolve.fetch`): the Hub, a
+  mirror, the authors' raw release files rebuilt locally.
 
-Repository layout (written by ``builders/publish.py``)::
+Repository layout (written by :mod:`nasbench_bert.builders.publish`)::
 
     README.md                 dataset card (licences, citation, ``configs:`` per table)
     v1/manifest.json          schema version, rows, columns, sha256 and bytes per table
@@ -30,24 +29,23 @@ import json
 import os
 import re
 import shutil
-import uuid
-import warnings
 from pathlib import Path
-from typing import Sequence
 
-from .errors import DataIntegrityError, DataNotFoundError, NasBenchError
-from .tables import MANIFEST, TABLES, VERSION_DIR, DataDir, resolve, sha256_file, user_cache_dir
+from ..atomic import replace_dir, staging_dir
+from ..errors import DataIntegrityError, DataNotFoundError, SourceUnavailableWarning
+from . import pin
+from .tables import MANIFEST, TABLES, VERSION_DIR, DataDir, sha256_file, user_cache_dir
+
+__all__ = ["download", "check_repo_id", "materialised_dir", "hub_cache_dir",
+           "DEFAULT_REPO_ID", "DEFAULT_REVISION", "REPO_TYPE", "SourceUnavailableWarning"]
 
 #: where the maintainers publish the tables; override with ``repo_id=``
-DEFAULT_REPO_ID = "nasbench-bert/nasbench-bert"
-#: the revision a plain ``source="hub"`` load asks for; pin a commit sha for reproducibility
-DEFAULT_REVISION = "main"
+DEFAULT_REPO_ID = pin.PINNED_REPO_ID
+#: the revision a plain ``source="hub"`` load asks for: the pinned commit when this version
+#: of the package has one, else ``main``; pin a commit sha yourself for reproducibility
+DEFAULT_REVISION = pin.PINNED_REVISION or "main"
 REPO_TYPE = "dataset"
 _SHA_RE = re.compile(r"^[0-9a-f]{40}$")
-
-
-class SourceUnavailableWarning(UserWarning):
-    """A data source in the list failed; the next one is tried."""
 
 
 def _safe(repo_id: str) -> str:
@@ -67,7 +65,8 @@ def materialised_dir(repo_id: str, commit: str) -> Path:
     return user_cache_dir() / "hub" / _safe(repo_id) / commit
 
 
-def _check_repo_id(repo_id: str) -> None:
+def check_repo_id(repo_id: str) -> None:
+    """Raise ``ValueError`` unless ``repo_id`` has the Hub's ``namespace/name`` form."""
     if not isinstance(repo_id, str) or not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", repo_id):
         raise ValueError(f"repo_id = {repo_id!r} is not a Hub repository id; allowed: 'namespace/name'")
 
@@ -98,7 +97,7 @@ def download(
     :class:`DataIntegrityError` when a file does not match the manifest. Neither leaves
     anything where a later load looks.
     """
-    _check_repo_id(repo_id)
+    check_repo_id(repo_id)
     if not isinstance(revision, str) or not revision:
         raise ValueError(f"revision = {revision!r} is not allowed; allowed: a branch, tag or 40-hex commit sha")
     # a pinned commit that was verified before needs no network at all
@@ -164,75 +163,14 @@ def download(
             )
         fetched[meta["file"]] = p
 
-    # materialise atomically: stage beside the target, then one rename
-    done.parent.mkdir(parents=True, exist_ok=True)
-    staging = done.parent / f".staging-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    # materialise atomically: stage beside the target, then swap it in
+    staging = staging_dir(done)
     try:
         (staging / VERSION_DIR).mkdir(parents=True)
         for fname, src in fetched.items():
             shutil.copyfile(src, staging / VERSION_DIR / fname)
         shutil.copyfile(mpath, staging / VERSION_DIR / MANIFEST)
-        if done.exists():
-            old = done.parent / f".old-{uuid.uuid4().hex[:8]}"
-            os.replace(done, old)
-            shutil.rmtree(old, ignore_errors=True)
-        os.replace(staging, done)
+        replace_dir(staging, done)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return DataDir.open(done, verify=verify)
-
-
-def _from_release(location: str | None, verify: bool, progress: bool) -> DataDir:
-    from builders.release import build_tables  # lazy: builders import this package
-
-    src = location or "github"
-    dest = user_cache_dir() / "release" / _safe(re.sub(r"[^\w.-]+", "_", src))[-80:]
-    if not (dest / VERSION_DIR / MANIFEST).is_file():
-        build_tables(src, dest, progress=progress)
-    return DataDir.open(dest, verify=verify)
-
-
-def parse_source(spec: str) -> tuple[str, str | None]:
-    """``"hub"``, ``"hub:<endpoint URL>"``, ``"release"``, ``"release:<folder or URL>"``,
-    ``"local"`` or ``"local:<folder>"`` -> (kind, argument)."""
-    if not isinstance(spec, str):
-        raise ValueError(f"source = {spec!r} is not allowed; allowed: 'hub', 'hub:<endpoint>', 'release', 'release:<folder|URL>', 'local', 'local:<folder>'")
-    kind, _, arg = spec.partition(":")
-    if kind not in ("hub", "release", "local") or (spec.endswith(":") and not arg):
-        raise ValueError(f"source = {spec!r} is not allowed; allowed: 'hub', 'hub:<endpoint>', 'release', 'release:<folder|URL>', 'local', 'local:<folder>'")
-    return kind, (arg or None)
-
-
-def fetch(
-    sources: Sequence[str] | str = ("hub", "release"),
-    *,
-    repo_id: str = DEFAULT_REPO_ID,
-    revision: str = DEFAULT_REVISION,
-    token: str | bool | None = None,
-    verify: bool = True,
-    progress: bool = True,
-) -> DataDir:
-    """Try each source in order; the first whose files verify wins.
-
-    A source that fails (unreachable, missing, corrupt) emits a
-    :class:`SourceUnavailableWarning` naming the reason and the next source. When all
-    fail, :class:`DataNotFoundError` lists every reason.
-    """
-    if isinstance(sources, str):
-        sources = [sources]
-    specs = [parse_source(s) for s in sources]
-    if not specs:
-        raise ValueError("sources is empty; allowed: a list of 'hub', 'hub:<endpoint>', 'release[:<folder|URL>]', 'local[:<folder>]'")
-    failures: list[str] = []
-    for i, (spec, (kind, arg)) in enumerate(zip(sources, specs)):
-        try:
-            if kind == "hub":
-                return download(repo_id, revision, endpoint=arg, token=token, verify=verify)
-            if kind == "release":
-                return _from_release(arg, verify, progress)
-            return resolve(arg, build=False, verify=verify)
-        except NasBenchError as e:
-            failures.append(f"{spec}: {e}")
-            nxt = f"trying {sources[i + 1]!r}" if i + 1 < len(specs) else "no source left"
-            warnings.warn(f"data source {spec!r} failed ({e}); {nxt}", SourceUnavailableWarning, stacklevel=2)
-    raise DataNotFoundError("no data source worked:\n  " + "\n  ".join(failures))

@@ -4,6 +4,11 @@ top-k precision, and the correlation left once parameter count is controlled for
 Signs are kept honest: each proxy is oriented by its declared ``higher_is_better`` and
 each target by its own (GLUE up, loss down), so a positive tau always means "the proxy
 ranks archs the way training did"; nothing is ``abs()``-ed.
+
+This module needs no torch: scoring the release's stored proxies (:func:`score_stored`)
+works on the light install. What differs per benchmark - its targets, how rows find
+them, its stored proxies and the size to control for - is one :class:`ScoringSpace`
+each (:data:`SCORING_SPACES`).
 """
 
 from __future__ import annotations
@@ -16,8 +21,11 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau, spearmanr
 
-from ..tables import GLUE_TASKS
-from . import registry
+from dataclasses import dataclass
+from typing import Callable
+
+from .data.tables import FLEXIBERT_PROXY_COLUMNS, GLUE_TASKS, NLP_PROXY_COLUMNS
+from .proxies import registry  # torch-free: the declarations, not the proxies
 
 #: targets and whether higher is better
 TARGETS: dict[str, bool] = {"glue": True, **{t: True for t in GLUE_TASKS}, "test_loss": False, "wikitext2_loss": False}
@@ -26,6 +34,8 @@ LOWER_IS_BETTER: set[str] = set()
 
 
 def _orientation(name: str, space: str) -> bool:
+    """A proxy's declared orientation when it is registered (live proxies), else
+    higher-is-better unless listed in :data:`LOWER_IS_BETTER` (stored columns)."""
     reg = registry.REGISTRY.get(space, {})
     if name in reg:
         return reg[name].higher_is_better
@@ -108,7 +118,7 @@ def score(
         if target not in TARGETS and target not in df:
             raise ValueError(f"target = {target!r} is not allowed; allowed values: {sorted(TARGETS)} or a column of values")
         tname, higher = target, TARGETS.get(target, True)
-        y_raw = df[target].to_numpy(dtype=float) if target in df else _lookup(df, target, bench)
+        y_raw = df[target].to_numpy(dtype=float) if target in df else _lookup(df, target, bench, space)
     y = y_raw if higher else -y_raw
     z_raw = None
     if control is not None:
@@ -116,7 +126,7 @@ def score(
             z_raw = df[control].to_numpy(dtype=float)
         else:
             try:
-                z_raw = _lookup(df, control, bench) if control.startswith("num_params") else None
+                z_raw = _lookup(df, control, bench, space) if control.startswith("num_params") else None
             except (ValueError, KeyError):
                 z_raw = None
     skip = {"id", "arch", "key", "semantics", "seed", "batch", "dtype", "error", "seconds", "seconds_pass",
@@ -155,22 +165,16 @@ def score(
     return res[[c for c in cols_order if c in res]]
 
 
-def _lookup(df: pd.DataFrame, target: str, bench: Any) -> np.ndarray:
+def _bench(bench: Any) -> Any:
     if bench is None:
-        from ..benchmark import Benchmark
+        from .benchmark import Benchmark
 
         bench = Benchmark.load(progress=False)
-    if target in ("test_loss", "wikitext2_loss") or (target == "num_params" and ("log_name" in df or "recipe_id" in df)):
-        table = bench.nlp.ptb if target != "wikitext2_loss" else bench.nlp.wikitext2
-        col = {"wikitext2_loss": "final_test_loss"}.get(target, target)  # NaN for the 4 diverged runs
-        if "log_name" in df:
-            m = dict(zip(table.log_name, table[col]))
-            return np.array([m.get(k, np.nan) for k in df.log_name], dtype=float)
-        if "recipe_id" in df:
-            m = table.groupby("recipe_id")[col].mean().to_dict()
-            return np.array([m.get(k, np.nan) for k in df.recipe_id], dtype=float)
-        raise ValueError(f"target = {target!r} needs a 'log_name' or 'recipe_id' column in values")
-    flex = bench.to_pandas()
+    return bench
+
+
+def _flexibert_lookup(df: pd.DataFrame, target: str, bench: Any) -> np.ndarray:
+    flex = _bench(bench).to_pandas()
     if "id" in df:
         m = dict(zip(flex.id, flex[target]))
         return np.array([m.get(k, np.nan) for k in df["id"]], dtype=float)
@@ -180,38 +184,85 @@ def _lookup(df: pd.DataFrame, target: str, bench: Any) -> np.ndarray:
     raise ValueError(f"target = {target!r} needs an 'id' or 'arch' column in values")
 
 
+def _nlp_lookup(df: pd.DataFrame, target: str, bench: Any) -> np.ndarray:
+    nlp = _bench(bench).nlp
+    table = nlp.wikitext2 if target == "wikitext2_loss" else nlp.ptb
+    col = {"wikitext2_loss": "final_test_loss"}.get(target, target)  # NaN for the 4 diverged runs
+    if "log_name" in df:
+        m = dict(zip(table.log_name, table[col]))
+        return np.array([m.get(k, np.nan) for k in df.log_name], dtype=float)
+    if "recipe_id" in df:
+        m = table.groupby("recipe_id")[col].mean().to_dict()
+        return np.array([m.get(k, np.nan) for k in df.recipe_id], dtype=float)
+    raise ValueError(f"target = {target!r} needs a 'log_name' or 'recipe_id' column in values")
+
+
+def _flexibert_stored(bench: Any) -> pd.DataFrame:
+    bench = _bench(bench)
+    p = bench.data.table("flexibert_proxies").to_pandas()
+    if "activation_distance_hook_multiplicity" in p:  # the per-pass value (docs/errata.md)
+        p["activation_distance_dedup"] = p["activation_distance"] / p.pop("activation_distance_hook_multiplicity")
+    f = bench.to_pandas()[["id", "glue", "num_params", "num_params_as_trained"]].rename(
+        columns={"num_params": "num_params_faithful"})
+    return p.merge(f, on="id")
+
+
+@dataclass(frozen=True)
+class ScoringSpace:
+    """What scoring needs to know about one benchmark."""
+
+    name: str
+    #: target names this space's rows can be looked up against
+    targets: tuple[str, ...]
+    #: rows -> target values, from the benchmark
+    lookup: Callable[[pd.DataFrame, str, Any], np.ndarray]
+    #: the release's stored proxy values with identifying columns and the target
+    stored: Callable[[Any], pd.DataFrame]
+    stored_target: str
+    stored_columns: Callable[[pd.DataFrame], list[str]]
+    #: the size the stored scores are controlled for
+    control: str
+
+
+SCORING_SPACES: dict[str, ScoringSpace] = {
+    "flexibert": ScoringSpace(
+        "flexibert", ("glue", *GLUE_TASKS, "num_params", "num_params_seed_compat", "num_params_as_trained"),
+        _flexibert_lookup, _flexibert_stored, "glue",
+        lambda df: [*FLEXIBERT_PROXY_COLUMNS.values(), *(["activation_distance_dedup"] if "activation_distance_dedup" in df else []),
+                    "num_params_faithful", "num_params_as_trained"],
+        "num_params_as_trained"),
+    "nlp": ScoringSpace(
+        "nlp", ("test_loss", "wikitext2_loss", "num_params"), _nlp_lookup, lambda bench: _bench(bench).nlp.ptb.copy(),
+        "test_loss", lambda df: ["num_params", *NLP_PROXY_COLUMNS.values()], "num_params"),
+}
+
+
+def scoring_space(space: Any) -> ScoringSpace:
+    if space not in SCORING_SPACES:
+        raise ValueError(f"space = {space!r} is not allowed; allowed values: {list(SCORING_SPACES)}")
+    return SCORING_SPACES[space]
+
+
+def _lookup(df: pd.DataFrame, target: str, bench: Any, space: str = "flexibert") -> np.ndarray:
+    sp = SCORING_SPACES["nlp"] if target in ("test_loss", "wikitext2_loss") or (
+        target == "num_params" and ("log_name" in df or "recipe_id" in df)) else scoring_space(space)
+    return sp.lookup(df, target, bench)
+
+
 def stored_values(space: str, bench: Any = None) -> tuple[pd.DataFrame, str]:
     """The release's stored proxy values with their identifying columns, and the target."""
-    if bench is None:
-        from ..benchmark import Benchmark
-
-        bench = Benchmark.load(progress=False)
-    if space == "flexibert":
-        p = bench.data.table("flexibert_proxies").to_pandas()
-        if "activation_distance_hook_multiplicity" in p:  # the per-pass value (docs/errata.md)
-            p["activation_distance_dedup"] = p["activation_distance"] / p.pop("activation_distance_hook_multiplicity")
-        f = bench.to_pandas()[["id", "glue", "num_params", "num_params_as_trained"]].rename(
-            columns={"num_params": "num_params_faithful"})
-        return p.merge(f, on="id"), "glue"
-    if space == "nlp":
-        t = bench.nlp.ptb.copy()
-        return t, "test_loss"
-    raise ValueError(f"space = {space!r} is not allowed; allowed values: ['flexibert', 'nlp']")
+    sp = scoring_space(space)
+    return sp.stored(bench), sp.stored_target
 
 
 def score_stored(space: str = "flexibert", *, bench: Any = None, bootstrap: int = 200, seed: int = 0) -> pd.DataFrame:
     """Score every stored proxy of the release against its benchmark's target
-    (FlexiBERT: GLUE over the 500 ids; NAS-Bench-NLP: -PTB test loss over its runs)."""
-    from ..tables import FLEXIBERT_PROXY_COLUMNS, NLP_PROXY_COLUMNS
-
-    df, target = stored_values(space, bench)
-    if space == "flexibert":
-        control = "num_params_as_trained"
-        cols = [*FLEXIBERT_PROXY_COLUMNS.values(), *(["activation_distance_dedup"] if "activation_distance_dedup" in df else []),
-                "num_params_faithful", "num_params_as_trained"]
-    else:
-        control, cols = "num_params", ["num_params", *NLP_PROXY_COLUMNS.values()]
-    return score(df, target, proxies=cols, space=space, control=control, bootstrap=bootstrap, seed=seed, bench=bench)
+    (FlexiBERT: GLUE over the 500 ids, controlling for the as-trained size;
+    NAS-Bench-NLP: -PTB test loss over its runs)."""
+    sp = scoring_space(space)
+    df = sp.stored(bench)
+    return score(df, sp.stored_target, proxies=sp.stored_columns(df), space=space, control=sp.control,
+                 bootstrap=bootstrap, seed=seed, bench=bench)
 
 
 def to_markdown(scores: pd.DataFrame, digits: int = 3) -> str:
@@ -236,7 +287,7 @@ def scatter(values: pd.DataFrame, proxy: str, target: str | pd.Series, path: str
     s = score(values, target, proxies=[proxy], space=space, control=None, bootstrap=0, bench=bench).iloc[0]
     df = values.reset_index(drop=True)
     y = target.to_numpy(dtype=float) if isinstance(target, pd.Series) else (
-        df[target].to_numpy(dtype=float) if target in df else _lookup(df, target, bench))
+        df[target].to_numpy(dtype=float) if target in df else _lookup(df, target, bench, space))
     x = df[proxy].to_numpy(dtype=float)
     fig, ax = plt.subplots(figsize=(5, 4), dpi=120)
     ax.scatter(x, y, s=6, alpha=0.6)
@@ -246,12 +297,12 @@ def scatter(values: pd.DataFrame, proxy: str, target: str | pd.Series, path: str
     ax.set_ylabel(target if isinstance(target, str) else str(target.name))
     ax.set_title(f"{proxy}: Kendall τ = {s.kendall_tau:.3f}, Spearman ρ = {s.spearman_rho:.3f} (n = {s.n})", fontsize=8)
     fig.tight_layout()
+    from .atomic import atomic_path
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png")
     plt.close(fig)
-    tmp.replace(path)
     return path
 
 

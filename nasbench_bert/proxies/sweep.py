@@ -1,4 +1,4 @@
-"""Sweeps: compute proxies for many archs, isolate failures, cache and resume."""
+"""Sweeps: compute proxies for many archs, isolate failures, cache and resume (:func:`compute`)."""
 
 from __future__ import annotations
 
@@ -19,29 +19,32 @@ import pyarrow.parquet as pq
 from scipy.stats import rankdata
 
 from ..semantics import AS_TRAINED, SemanticsLike, get_semantics
-from ..sizes import PTB_VOCAB
-from ..spaces.flexibert import Arch
-from ..spaces.nlp import Recipe, parse_recipe, recipe_hash
+from . import bert as _bert  # noqa: F401  (registers the FlexiBERT proxies)
 from . import registry
-from .inputs import DEFAULT_BERT, DEFAULT_NLP, BatchSpec, make_batch
+from . import rnn as _rnn  # noqa: F401  (registers the NAS-Bench-NLP proxies)
+from .inputs import BatchSpec, make_batch
+from .spaces import PROXY_SPACES, proxy_space
 
-#: rank combinations computed across the compared set, not per arch
-COMBINED: dict[str, tuple[str, ...]] = {"ntsr": ("ntkt", "sept")}
+#: rank combinations computed across the compared set, not per arch (FlexiBERT's NTSR)
+COMBINED: dict[str, tuple[str, ...]] = {k: v for sp in PROXY_SPACES.values() for k, v in sp.combined.items()}
 
 
 def resolve_proxies(space: str, proxies: Iterable[str] | str | None) -> tuple[list[registry.Proxy], list[str]]:
     """Registered proxies to run, plus the rank combinations (NTSR) to add afterwards."""
+    combos = proxy_space(space).combined
     if isinstance(proxies, str) and proxies not in COMBINED:
-        return registry.get(space, proxies), [c for c in COMBINED if proxies in ("etas", "all") and space == "flexibert"]
+        return registry.get(space, proxies), [c for c in combos if proxies in ("etas", "all")]
     names = list(proxies) if proxies is not None else None
     if names is None:
-        return registry.get(space, None), (list(COMBINED) if space == "flexibert" else [])
+        return registry.get(space, None), list(combos)
     combined = [n for n in names if n in COMBINED]
-    if combined and space != "flexibert":
-        raise ValueError(f"proxy = {combined[0]!r} is defined for space 'flexibert' only")
+    stray = [c for c in combined if c not in combos]
+    if stray:
+        raise ValueError(f"proxy = {stray[0]!r} is not defined for space {space!r}; it is a rank combination of "
+                         f"{[s for s, sp in PROXY_SPACES.items() if stray[0] in sp.combined]}")
     base = [n for n in names if n not in COMBINED]
     for c in combined:
-        base += [b for b in COMBINED[c] if b not in base]
+        base += [b for b in combos[c] if b not in base]
     return registry.get(space, base), combined
 
 
@@ -54,38 +57,8 @@ def default_batch(space: str, vocab_size: int | None = None, **kw: Any) -> Batch
         raise ValueError(f"batch field(s) {unknown} not allowed; allowed: {allowed}")
     if vocab_size is not None:
         kw["vocab_size"] = vocab_size
-    d = dict(DEFAULT_BERT if space == "flexibert" else DEFAULT_NLP)
-    d.update(kw)
-    if space == "nlp":
-        d.setdefault("vocab_size", PTB_VOCAB)
+    d = {**proxy_space(space).default_batch, **kw}
     return BatchSpec(space=space, **d)
-
-
-def _coerce_items(space: str, archs: Iterable[Any], bench: Any) -> list[tuple[dict[str, Any], Any]]:
-    """(identifying columns, model key) for each requested arch."""
-    out = []
-    for a in archs:
-        if space == "flexibert":
-            if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
-                if bench is None:
-                    from ..benchmark import Benchmark
-
-                    bench = Benchmark.load(progress=False)
-                r = bench.query(int(a), charge=False)
-                arch = Arch.coerce(r.arch)
-                out.append(({"id": int(a), "arch": str(arch)}, arch))
-            else:
-                arch = Arch.coerce(a)
-                out.append(({"arch": str(arch)}, arch))
-        else:
-            if isinstance(a, tuple) and len(a) == 2:  # (label, recipe)
-                label, rec = a
-                r = parse_recipe(rec)
-                out.append(({"key": str(label), "arch": recipe_hash(r)}, r))
-            else:
-                r = parse_recipe(a) if not isinstance(a, Recipe) else a
-                out.append(({"arch": recipe_hash(r)}, r))
-    return out
 
 
 # -- cache ---------------------------------------------------------------------------------
@@ -173,10 +146,9 @@ def compute(
     call with the same arch, semantics, objective, dtype, seed and batch reuses them: an interrupted
     sweep resumes without recomputing.
     """
-    if space not in registry.SPACES:
-        raise ValueError(f"space = {space!r} is not allowed; allowed values: {list(registry.SPACES)}")
+    adapter = proxy_space(space)
     sem = get_semantics(semantics)
-    objective = sem.protocol.objective if space == "flexibert" else sem.protocol.nlp_objective
+    objective = adapter.objective(sem)
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype = {dtype!r} is not allowed; allowed values: ['float32', 'float64']")
     if not isinstance(seed, int) or isinstance(seed, bool):
@@ -189,7 +161,7 @@ def compute(
     plist, combined = resolve_proxies(space, proxies)
     names = [p.name for p in plist]
     versions = json.dumps({p.name: p.version for p in plist}, sort_keys=True)
-    items = _coerce_items(space, archs, bench)
+    items = adapter.items(archs, bench)
     cache_dir = Path(cache) if cache is not None else None
 
     rows: list[dict[str, Any] | None] = [None] * len(items)

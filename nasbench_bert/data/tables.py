@@ -1,4 +1,4 @@
-"""Parquet tables on disk: names, manifest, integrity checks, atomic writes, resolution.
+"""Parquet tables on disk: names, manifest, integrity checks, atomic writes.
 
 A *data directory* holds one folder per schema version (``v1/``) with the parquet
 tables and a ``manifest.json`` that records the schema version, row counts and the
@@ -10,15 +10,8 @@ Writes are atomic: a build goes to a hidden staging folder beside the target and
 renamed into place only when every table and the manifest are complete, so a build that
 is killed midway never leaves a half-written table where a reader looks.
 
-Where the data comes from (:func:`resolve`), first match wins:
-
-1. an explicit path;
-2. ``$NASBENCH_BERT_DATA``;
-3. the checkout's ``data/`` folder;
-4. the user cache (``$NASBENCH_BERT_CACHE``, else ``$XDG_CACHE_HOME/nasbench-bert``,
-   else ``~/.cache/nasbench-bert``);
-5. building from release files in ``$NASBENCH_BERT_RELEASE`` or ``../shared/upstream``
-   beside the checkout (the builders in ``builders/release.py``).
+Where the data comes from is :mod:`nasbench_bert.data.resolve`; how release files
+become tables, :mod:`nasbench_bert.data.release`.
 """
 
 from __future__ import annotations
@@ -26,8 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -35,7 +26,8 @@ from typing import Any, Callable, Mapping
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .errors import DataIntegrityError, DataNotFoundError
+from ..atomic import recover_dir, replace_dir, staging_dir
+from ..errors import DataIntegrityError, DataNotFoundError
 
 SCHEMA_VERSION = 1
 VERSION_DIR = f"v{SCHEMA_VERSION}"
@@ -126,9 +118,9 @@ def write_dataset(
         raise ValueError(f"unknown table name(s) {unknown}; allowed: {sorted(TABLES)}")
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
-    _remove_stale_staging(root)
-    staging = root / f".{VERSION_DIR}.staging-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    staging.mkdir()
+    target = root / VERSION_DIR
+    recover_dir(target)  # a build killed mid-swap left the good copy aside: put it back first
+    staging = staging_dir(target)
     try:
         entries = {}
         for name in sorted(tables):
@@ -151,44 +143,12 @@ def write_dataset(
             **(dict(extra) if extra else {}),
         }
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        _fsync_dir(staging)
-        target = root / VERSION_DIR
-        old = None
-        if target.exists():
-            old = root / f".{VERSION_DIR}.old-{uuid.uuid4().hex[:8]}"
-            os.replace(target, old)
-        os.replace(staging, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-        return target
+        return replace_dir(staging, target)
     except BaseException:
+        import shutil
+
         shutil.rmtree(staging, ignore_errors=True)
         raise
-
-
-def _fsync_dir(d: Path) -> None:
-    for p in d.iterdir():
-        with open(p, "rb") as f:
-            os.fsync(f.fileno())
-
-
-def _remove_stale_staging(root: Path) -> None:
-    """Remove staging folders left by killed builds (their pid no longer runs)."""
-    for p in root.glob(f".{VERSION_DIR}.*"):
-        pid = p.name.split("-")[1] if ".staging-" in p.name else None
-        if pid is not None and pid.isdigit() and _pid_alive(int(pid)) and int(pid) != os.getpid():
-            continue
-        shutil.rmtree(p, ignore_errors=True)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # -- reading -----------------------------------------------------------------------------
@@ -204,11 +164,13 @@ class DataDir:
     @classmethod
     def open(cls, path: Path | str, *, verify: bool = True) -> "DataDir":
         p = Path(path)
+        if p.name != VERSION_DIR:
+            recover_dir(p / VERSION_DIR)
         if (p / VERSION_DIR / MANIFEST).is_file():
             p = p / VERSION_DIR
         mpath = p / MANIFEST
         if not mpath.is_file():
-            raise DataNotFoundError(f"no {MANIFEST} in {p}; build the tables with `nasbench-bert build-data`")
+            raise DataNotFoundError(f"no {MANIFEST} in {p}; build the tables with `nasbench-bert build-data --out {p}`")
         try:
             manifest = json.loads(mpath.read_text())
         except ValueError as e:
@@ -258,63 +220,16 @@ class DataDir:
             self.table(name)
 
 
-# -- resolution --------------------------------------------------------------------------
-def checkout_root() -> Path | None:
-    """The source checkout this package runs from, if any (None when pip-installed)."""
-    root = Path(__file__).resolve().parent.parent
-    return root if (root / "pyproject.toml").is_file() and (root / "builders").is_dir() else None
+def has_data(p: Path) -> bool:
+    """Whether ``p`` (a data folder or its version folder) holds a manifest."""
+    return (p / VERSION_DIR / MANIFEST).is_file() or (p / MANIFEST).is_file()
 
 
 def user_cache_dir() -> Path:
+    """``$NASBENCH_BERT_CACHE``, else ``$XDG_CACHE_HOME/nasbench-bert``, else
+    ``~/.cache/nasbench-bert``: where built and downloaded tables, tokenizers and Hub
+    snapshots are kept."""
     if os.environ.get("NASBENCH_BERT_CACHE"):
         return Path(os.environ["NASBENCH_BERT_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "nasbench-bert"
-
-
-def release_dirs() -> list[Path]:
-    """Where release files may lie, in order: $NASBENCH_BERT_RELEASE, ../shared/upstream."""
-    out = []
-    if os.environ.get("NASBENCH_BERT_RELEASE"):
-        out.append(Path(os.environ["NASBENCH_BERT_RELEASE"]))
-    root = checkout_root()
-    if root is not None:
-        out.append(root.parent / "shared" / "upstream")
-    out.append(Path.cwd().parent / "shared" / "upstream")
-    return out
-
-
-def _has_data(p: Path) -> bool:
-    return (p / VERSION_DIR / MANIFEST).is_file() or (p / MANIFEST).is_file()
-
-
-def resolve(path: Path | str | None = None, *, build: bool = True, progress: bool = True, verify: bool = True) -> DataDir:
-    """Find (or build) the benchmark tables; see the module docstring for the order."""
-    tried: list[str] = []
-    if path is not None:
-        return DataDir.open(path, verify=verify)
-    env = os.environ.get("NASBENCH_BERT_DATA")
-    if env:
-        if not _has_data(Path(env)):
-            raise DataNotFoundError(f"$NASBENCH_BERT_DATA={env} holds no {VERSION_DIR}/{MANIFEST}; unset it or build there with `nasbench-bert build-data --out {env}`")
-        return DataDir.open(env, verify=verify)
-    root = checkout_root()
-    candidates = ([root / "data"] if root else []) + [user_cache_dir()]
-    for c in candidates:
-        tried.append(str(c))
-        if _has_data(c):
-            return DataDir.open(c, verify=verify)
-    if build:
-        for rel in release_dirs():
-            tried.append(f"release files in {rel}")
-            if (rel / "training-free-nas").is_dir():
-                from builders.release import build_tables  # lazy: builders depend on this module
-
-                dest = candidates[0] if root and os.access(root, os.W_OK) else user_cache_dir()
-                build_tables(rel, dest, progress=progress)
-                return DataDir.open(dest, verify=verify)
-    raise DataNotFoundError(
-        "no nasbench-bert tables found; looked in: " + "; ".join(tried)
-        + ". Fix: build them from the release files with `nasbench-bert build-data --release DIR_OR_URL` "
-        "(a folder, a base URL, or 'github' for the authors' repositories at the pinned commits)."
-    )

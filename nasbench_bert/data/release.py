@@ -3,7 +3,7 @@
 Input is a folder laid out like ``shared/upstream`` (see ``SOURCES.md`` there), or a
 base URL serving the same layout, or the ``github`` preset that fetches each file from
 the authors' repositories at the pinned commits. Output is a data directory written by
-:func:`nasbench_bert.tables.write_dataset` (atomic, with a checksummed manifest).
+:func:`nasbench_bert.data.tables.write_dataset` (atomic, with a checksummed manifest).
 
 The build is deterministic: the same release files give byte-identical tables. Floats
 are parsed with Python's ``float`` (CSV) and ``json`` (JSON), which round-trip the
@@ -26,13 +26,14 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from nasbench_bert.errors import DataIntegrityError
-from nasbench_bert.sizes import PTB_VOCAB, flexibert_num_params, nlp_num_params
-from nasbench_bert.spaces.flexibert import Arch
-from nasbench_bert.spaces.nlp import recipe_hash
-from nasbench_bert.tables import (
+from ..atomic import atomic_path
+from ..errors import DataIntegrityError
+from ..sizes import PTB_VOCAB, flexibert_num_params, nlp_num_params
+from ..spaces.flexibert import Arch
+from ..spaces.nlp import recipe_hash
+from .tables import (
     FLEXIBERT_PROXY_COLUMNS, GLUE_TASKS, GRAPH2VEC_COLUMNS, NLP_PROXY_COLUMNS, RELEASE_TASK_NAMES,
-    sha256_file, write_dataset,
+    sha256_file, user_cache_dir, write_dataset,
 )
 
 #: release files (relative to the release folder) -> what they feed
@@ -82,15 +83,11 @@ def fetch_release(source: str | os.PathLike[str], workdir: Path | None = None) -
         out = dest / rel
         if out.is_file():
             continue
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + ".part")
         try:
-            with urllib.request.urlopen(url, timeout=60) as r, open(tmp, "wb") as f:
+            with atomic_path(out) as tmp, urllib.request.urlopen(url, timeout=60) as r, open(tmp, "wb") as f:
                 shutil.copyfileobj(r, f)
         except OSError as e:
-            tmp.unlink(missing_ok=True)
             raise FileNotFoundError(f"cannot download release file {rel} from {url}: {e}") from None
-        os.replace(tmp, out)
     return dest
 
 
@@ -352,7 +349,7 @@ def build_tables(
     """Build all tables from the release at ``source`` into the data dir ``out``.
 
     Returns the written version folder (``out/v1``). Atomic: see
-    :func:`nasbench_bert.tables.write_dataset`.
+    :func:`nasbench_bert.data.tables.write_dataset`.
     """
     from rich.progress import Progress
 
@@ -381,7 +378,7 @@ def build_tables(
             hook = _interrupt_hook()
             return write_dataset(
                 tables, Path(out), sources,
-                extra={"builder": "builders.release", "licences": {"flexibert*": "CC BY 4.0", "nlp_*": "Apache-2.0 (NAS-Bench-NLP); proxy columns CC BY 4.0"}},
+                extra={"builder": "nasbench_bert.data.release", "licences": {"flexibert*": "CC BY 4.0", "nlp_*": "Apache-2.0 (NAS-Bench-NLP); proxy columns CC BY 4.0"}},
                 on_table=lambda name: (bar.advance(task), hook(name)),
             )
 
@@ -405,21 +402,11 @@ def main(argv: Iterable[str] | None = None) -> None:
     import argparse
 
     ap = argparse.ArgumentParser(description="Build nasbench-bert tables from the release files")
-    ap.add_argument("--release", default=None, help="release folder, base URL, or 'github'")
-    ap.add_argument("--out", default=None, help="data directory (default: the checkout's data/)")
+    ap.add_argument("--release", default=None, help="release folder, base URL, or 'github' (default: $NASBENCH_BERT_RELEASE, else 'github')")
+    ap.add_argument("--out", default=None, help="data directory (default: the user cache)")
     a = ap.parse_args(list(argv) if argv is not None else None)
-    src, out = default_locations(a.release, a.out)
-    print(build_tables(src, out))
-
-
-def default_locations(release: str | None, out: str | None) -> tuple[str, str]:
-    """Release source and output dir, defaulting to the first local release folder (else
-    'github') and to the checkout's data/ (else the user cache)."""
-    from nasbench_bert.tables import checkout_root, release_dirs, user_cache_dir
-
-    src = release or next((str(p) for p in release_dirs() if (p / "training-free-nas").is_dir()), "github")
-    root = checkout_root()
-    return src, out or (str(root / "data") if root else str(user_cache_dir()))
+    src = a.release or os.environ.get("NASBENCH_BERT_RELEASE") or "github"
+    print(build_tables(src, a.out or str(user_cache_dir())))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,111 @@
+"""What every tabular benchmark shares: query flow, result cache, batch queries, budget.
+
+A space's benchmark (:class:`~.flexibert.Benchmark`, :class:`~.nlp.NLPBenchmark`)
+supplies only what differs per space: how a key finds its rows in a table
+(:meth:`TabularBenchmark._rows`), how a row becomes a typed result
+(:meth:`TabularBenchmark._build`) and what a result costs (:meth:`TabularBenchmark._cost`).
+Looking up, caching, charging the :class:`~.budget.Budget` and answering many keys at
+once are written here, once - the shape of NATS-Bench's per-space API classes.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Generic, Iterable, Literal, TypeVar
+
+import numpy as np
+import pandas as pd
+
+from ..data.tables import DataDir
+from ..errors import InvalidArchitectureError, NotEvaluatedError
+from .budget import Budget
+
+R = TypeVar("R")
+
+
+class TabularBenchmark(ABC, Generic[R]):
+    """A benchmark whose answers are rows of verified tables (see module doc)."""
+
+    def __init__(self, data: DataDir, budget: Budget | None = None):
+        self.data = data
+        self.budget = budget if budget is not None else Budget()
+        self._cache: dict[tuple[str, int, tuple[int, ...]], R] = {}
+
+    # -- what a space supplies ---------------------------------------------------------
+    @abstractmethod
+    def _rows(self, key: Any, table: str) -> list[int]:
+        """Every row of ``table`` that holds ``key`` (first = the canonical run); raises
+        :class:`InvalidArchitectureError` for a malformed key and
+        :class:`NotEvaluatedError` for a valid one with no row."""
+
+    @abstractmethod
+    def _build(self, table: str, row: int, others: tuple[int, ...]) -> R:
+        """The typed result of ``row``; ``others`` are the rows of the same key's other runs."""
+
+    @abstractmethod
+    def _cost(self, result: R) -> float | None:
+        """Simulated seconds charged for ``result`` (None: nothing to charge)."""
+
+    @abstractmethod
+    def _frame(self, table: str) -> pd.DataFrame:
+        """The whole ``table`` as a DataFrame (shared, do not modify)."""
+
+    # -- the shared flow ---------------------------------------------------------------
+    def _result(self, table: str, row: int, others: tuple[int, ...] = ()) -> R:
+        k = (table, row, others)
+        r = self._cache.get(k)
+        if r is None:
+            r = self._cache[k] = self._build(table, row, others)
+        return r
+
+    def _charge(self, result: R, charge: bool) -> R:
+        cost = self._cost(result)
+        if charge and cost is not None:
+            self.budget.charge(cost)
+        return result
+
+    def _lookup(self, key: Any, table: str, *, charge: bool) -> R:
+        rows = self._rows(key, table)
+        return self._charge(self._result(table, rows[0], tuple(rows[1:])), charge)
+
+    def _lookup_all(self, key: Any, table: str) -> list[R]:
+        rows = self._rows(key, table)
+        return [self._result(table, r, tuple(x for x in rows if x != r)) for r in rows]
+
+    def _lookup_many(self, keys: Iterable[Any], table: str, *, missing: Literal["raise", "drop"], charge: bool,
+                     cost_column: str | None) -> pd.DataFrame:
+        if missing not in ("raise", "drop"):
+            raise ValueError(f"missing = {missing!r} is not allowed; allowed values: ['raise', 'drop']")
+        if keys is None or isinstance(keys, (str, bytes)) or not hasattr(keys, "__iter__"):
+            raise ValueError(f"archs = {keys!r} is not allowed; allowed: an iterable of keys (ids, archs, strings, dicts)")
+        rows = []
+        for k in keys:
+            try:
+                rows.append(self._rows(k, table)[0])
+            except NotEvaluatedError:
+                if missing == "raise":
+                    raise
+        idx = np.asarray(rows, dtype=np.int64)
+        frame = self._frame(table)
+        if charge and len(idx) and cost_column is not None:
+            costs = frame[cost_column].to_numpy(dtype=float)[idx]
+            self.budget.charge(float(np.nansum(costs)), queries=len(idx))
+        return frame.iloc[idx].reset_index(drop=True)
+
+    def _has(self, key: Any, table: str) -> bool:
+        try:
+            self._rows(key, table)
+        except (InvalidArchitectureError, NotEvaluatedError):
+            return False
+        return True
+
+    # -- budget --------------------------------------------------------------------------
+    def reset_budget(self) -> None:
+        """Zero the time and queries spent (limits stay)."""
+        self.budget.reset()
+
+    def set_budget(self, seconds: float | None) -> None:
+        """Set (or with ``None`` remove) a limit on simulated training seconds."""
+        from .budget import _check_limit
+
+        self.budget.limit = _check_limit("budget", seconds, "a non-negative number of seconds or None")

@@ -1,0 +1,155 @@
+"""Where the benchmark tables come from: one documented order, no guessing.
+
+:func:`resolve` tries, first match wins:
+
+1. an explicit ``path``;
+2. ``$NASBENCH_BERT_DATA``;
+3. the user cache (:func:`~nasbench_bert.data.tables.user_cache_dir`);
+4. the Hugging Face Hub at the revision this package pins
+   (:data:`~nasbench_bert.data.pin.PINNED_REVISION`, written by ``nasbench-bert publish``),
+   verified and cached (:mod:`nasbench_bert.data.hub`);
+5. a build from the authors' release files - ``$NASBENCH_BERT_RELEASE`` (a folder or a
+   base URL), else their GitHub repositories at the pinned commits - into the user
+   cache (:mod:`nasbench_bert.data.release`).
+
+Nothing depends on the current directory or on where the package is installed. Each
+source that is tried and fails (offline, missing, corrupt) emits a
+:class:`~nasbench_bert.errors.SourceUnavailableWarning` saying why and what is tried
+next; when every source fails, :class:`~nasbench_bert.errors.DataNotFoundError` lists
+all the reasons and the fix.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import DataNotFoundError, NasBenchError, SourceUnavailableWarning
+from . import pin
+from .tables import MANIFEST, VERSION_DIR, DataDir, has_data, user_cache_dir
+
+ORDER: tuple[str, ...] = ("path", "$NASBENCH_BERT_DATA", "user cache", "hub", "release")
+
+
+def release_source() -> str:
+    """``$NASBENCH_BERT_RELEASE`` if set, else ``"github"`` (the pinned commits)."""
+    return os.environ.get("NASBENCH_BERT_RELEASE") or "github"
+
+
+def _hub_step(verify: bool) -> DataDir:
+    if pin.PINNED_REVISION is None:
+        raise DataNotFoundError("this version of nasbench-bert pins no Hub revision (nothing published for it yet)")
+    from .hub import download
+
+    return download(pin.PINNED_REPO_ID, pin.PINNED_REVISION, verify=verify)
+
+
+def _release_step(progress: bool, verify: bool) -> DataDir:
+    from .release import build_tables
+
+    dest = user_cache_dir()
+    build_tables(release_source(), dest, progress=progress)
+    return DataDir.open(dest, verify=verify)
+
+
+def resolve(path: str | os.PathLike[str] | None = None, *, hub: bool = True, build: bool = True, progress: bool = True,
+            verify: bool = True) -> DataDir:
+    """Find (or fetch, or build) the benchmark tables in the order of the module doc.
+
+    ``hub=False`` skips step 4 and ``build=False`` step 5 (``Benchmark.load(source="local")``
+    uses neither). An explicit ``path`` or ``$NASBENCH_BERT_DATA`` that holds no tables
+    is an error, never silently passed over.
+    """
+    if path is not None:
+        return DataDir.open(path, verify=verify)
+    env = os.environ.get("NASBENCH_BERT_DATA")
+    if env:
+        if not has_data(Path(env)):
+            raise DataNotFoundError(
+                f"$NASBENCH_BERT_DATA={env} holds no {VERSION_DIR}/{MANIFEST}; unset it, or build there with "
+                f"`nasbench-bert build-data --out {env}`")
+        return DataDir.open(env, verify=verify)
+    cache = user_cache_dir()
+    if has_data(cache):
+        return DataDir.open(cache, verify=verify)
+    steps = ([("hub", lambda: _hub_step(verify))] if hub else []) + \
+            ([(f"release ({release_source()})", lambda: _release_step(progress, verify))] if build else [])
+    failures = [f"user cache {cache}: empty"]
+    for i, (name, step) in enumerate(steps):
+        try:
+            return step()
+        except (NasBenchError, OSError) as e:
+            failures.append(f"{name}: {e}")
+            nxt = f"trying {steps[i + 1][0]}" if i + 1 < len(steps) else "no source left"
+            warnings.warn(f"data source {name} failed ({e}); {nxt}", SourceUnavailableWarning, stacklevel=2)
+    raise DataNotFoundError(
+        "no nasbench-bert tables found (order: " + ", ".join(ORDER) + "):\n  " + "\n  ".join(failures)
+        + "\nFix: point $NASBENCH_BERT_RELEASE at the release files (a folder or base URL) and run "
+        "`nasbench-bert build-data`, or download with `nasbench-bert download --revision <sha>`.")
+
+
+def _from_release(location: str | None, verify: bool, progress: bool) -> DataDir:
+    from .release import build_tables
+
+    src = location or "github"
+    dest = user_cache_dir() / "release" / re.sub(r"[^\w.-]+", "_", src)[-80:]
+    if not (dest / VERSION_DIR / MANIFEST).is_file():
+        build_tables(src, dest, progress=progress)
+    return DataDir.open(dest, verify=verify)
+
+
+def parse_source(spec: str) -> tuple[str, str | None]:
+    """``"hub"``, ``"hub:<endpoint URL>"``, ``"release"``, ``"release:<folder or URL>"``,
+    ``"local"`` or ``"local:<folder>"`` -> (kind, argument)."""
+    if not isinstance(spec, str):
+        raise ValueError(f"source = {spec!r} is not allowed; allowed: 'hub', 'hub:<endpoint>', 'release', 'release:<folder|URL>', 'local', 'local:<folder>'")
+    kind, _, arg = spec.partition(":")
+    if kind not in ("hub", "release", "local") or (spec.endswith(":") and not arg):
+        raise ValueError(f"source = {spec!r} is not allowed; allowed: 'hub', 'hub:<endpoint>', 'release', 'release:<folder|URL>', 'local', 'local:<folder>'")
+    return kind, (arg or None)
+
+
+def fetch(
+    sources: Sequence[str] | str = ("hub", "release"),
+    *,
+    repo_id: str = pin.PINNED_REPO_ID,
+    revision: str = pin.PINNED_REVISION or "main",
+    token: str | bool | None = None,
+    verify: bool = True,
+    progress: bool = True,
+) -> DataDir:
+    """Try each source in order; the first whose files verify wins.
+
+    A source that fails (unreachable, missing, corrupt) emits a
+    :class:`SourceUnavailableWarning` naming the reason and the next source. When all
+    fail, :class:`DataNotFoundError` lists every reason.
+    """
+    if isinstance(sources, str):
+        sources = [sources]
+    specs = [parse_source(s) for s in sources]
+    if not specs:
+        raise ValueError("sources is empty; allowed: a list of 'hub', 'hub:<endpoint>', 'release[:<folder|URL>]', 'local[:<folder>]'")
+    failures: list[str] = []
+    for i, (spec, (kind, arg)) in enumerate(zip(sources, specs)):
+        try:
+            if kind == "hub":
+                from .hub import download
+
+                return download(repo_id, revision, endpoint=arg, token=token, verify=verify)
+            if kind == "release":
+                return _from_release(arg, verify, progress)
+            return resolve(arg, hub=False, build=False, verify=verify)
+        except NasBenchError as e:
+            failures.append(f"{spec}: {e}")
+            nxt = f"trying {sources[i + 1]!r}" if i + 1 < len(specs) else "no source left"
+            warnings.warn(f"data source {spec!r} failed ({e}); {nxt}", SourceUnavailableWarning, stacklevel=2)
+    raise DataNotFoundError("no data source worked:\n  " + "\n  ".join(failures))
+
+
+def default_locations(release: str | None, out: str | None) -> tuple[str, str]:
+    """Release source and output folder for ``build-data``: ``release`` else
+    $NASBENCH_BERT_RELEASE else ``"github"``; ``out`` else the user cache (step 3)."""
+    return release or release_source(), out or str(user_cache_dir())

@@ -1,0 +1,167 @@
+"""Running search algorithms: one run (:func:`run`), many runs as anytime curves
+(:func:`compare`), and their plot.
+
+Budgets are numbers of evaluations (``budget``) and/or simulated training seconds
+(``time_budget``), both held by one :class:`~nasbench_bert.benchmark.Budget`: a run
+stops before the evaluation that would exceed either.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..benchmark.budget import Budget
+from ..spaces.flexibert import Arch
+from .algorithms import ALGORITHMS, parameters
+from .oracle import ORACLES, Oracle, make_oracle
+
+
+@dataclass
+class Trajectory:
+    """One run: every evaluation with the simulated seconds so far and the best so far."""
+
+    algorithm: str
+    seed: int
+    oracle: str
+    evaluations: list[dict[str, Any]] = field(default_factory=list)
+    proxy_seconds: float = 0.0
+
+    @property
+    def mode(self) -> str:
+        """The oracle's name (the 0.1 name of the field)."""
+        return self.oracle
+
+    @property
+    def best_glue(self) -> float:
+        return max((e["glue"] for e in self.evaluations), default=math.nan)
+
+    @property
+    def best_arch(self) -> Arch | None:
+        return max(self.evaluations, key=lambda e: e["glue"])["arch"] if self.evaluations else None
+
+    def to_pandas(self) -> pd.DataFrame:
+        df = pd.DataFrame(self.evaluations)
+        if not df.empty:
+            df["arch"] = df["arch"].map(str)
+        return df
+
+    def __len__(self) -> int:
+        return len(self.evaluations)
+
+
+def _positive_int(name: str, v: Any) -> None:
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise ValueError(f"{name} = {v!r} is not allowed; allowed: a positive integer")
+
+
+def run(algorithm: str, bench: Any, *, budget: int | None = 100, time_budget: float | None = None, seed: int = 0,
+        oracle: "str | Oracle | None" = None, mode: str | None = None, **params: Any) -> Trajectory:
+    """Run ``algorithm`` (a name in :data:`~.algorithms.ALGORITHMS`) on ``bench``;
+    reproducible from ``seed``.
+
+    ``oracle``: ``"tabular"`` (default), ``"surrogate"``, ``"regenerated"`` or an
+    :class:`~.oracle.Oracle` (``mode=`` is the 0.1 name of this argument). ``params`` go
+    to the algorithm (e.g. ``population_size``, ``sample_size`` for regularised
+    evolution; ``proxy``, ``n0``, ``candidates``, ``top``, ``mutation_prob`` for ETAS);
+    an unknown one is an error, never silently ignored.
+    """
+    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm = {algorithm!r} is not allowed; allowed values: {list(ALGORITHMS)}")
+    if oracle is not None and mode is not None:
+        raise ValueError("give oracle= or its old name mode=, not both")
+    kind = oracle if oracle is not None else (mode if mode is not None else "tabular")
+    if not isinstance(kind, Oracle) and kind not in ORACLES:
+        field = "mode" if mode is not None else "oracle"
+        raise ValueError(f"{field} = {kind!r} is not allowed; allowed values: {list(ORACLES)} or an Oracle")
+    if budget is None and time_budget is None:
+        raise ValueError("budget and time_budget are both None; give at least one (evaluations or simulated seconds)")
+    if budget is not None:
+        _positive_int("budget", budget)
+    if time_budget is not None and (not isinstance(time_budget, (int, float)) or isinstance(time_budget, bool)
+                                    or not math.isfinite(time_budget) or time_budget <= 0):
+        raise ValueError(f"time_budget = {time_budget!r} is not allowed; allowed: positive simulated seconds")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed = {seed!r} is not allowed; allowed: a non-negative integer")
+    known = parameters(algorithm)
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise ValueError(f"parameter(s) {unknown} not allowed for algorithm {algorithm!r}; allowed: {known}")
+    orc = make_oracle(kind, bench, Budget(limit=time_budget, max_queries=budget))
+    orc.evaluations, orc.proxy_seconds = [], 0.0
+    ALGORITHMS[algorithm](orc, np.random.default_rng(seed), **params)
+    return Trajectory(algorithm, seed, orc.name, orc.evaluations, orc.proxy_seconds)
+
+
+def compare(bench: Any, algorithms: list[str] | None = None, seeds: int = 20, budget: int = 100,
+            oracle: str | None = None, mode: str | None = None, axis: str = "evaluations", points: int = 100,
+            **params: Any) -> pd.DataFrame:
+    """Several algorithms x seeds -> anytime curves of the best GLUE found.
+
+    ``axis="evaluations"``: one row per (algorithm, evaluation 1..budget).
+    ``axis="seconds"``: best GLUE found by each simulated training time, on a grid of
+    ``points`` times up to the longest run (a run that has not evaluated anything yet
+    counts as NaN and is left out of that point's statistics).
+    Columns: ``mean``, ``std``, ``q25``, ``q75`` over seeds, and ``n`` (runs counted).
+    ``params`` maps an algorithm name to its keyword arguments.
+    """
+    if axis not in ("evaluations", "seconds"):
+        raise ValueError(f"axis = {axis!r} is not allowed; allowed values: ['evaluations', 'seconds']")
+    _positive_int("seeds", seeds)
+    _positive_int("points", points)
+    algs = algorithms or ["random", "regularized_evolution", "local_search"]
+    stray = sorted(set(params) - set(algs))
+    if stray:
+        raise ValueError(f"{stray} are not among algorithms = {algs}; pass per-algorithm settings as <algorithm>={{...}}")
+    runs = {alg: [run(alg, bench, budget=budget, seed=s, oracle=oracle, mode=mode, **(params.get(alg, {})))
+                  for s in range(seeds)] for alg in algs}
+    if axis == "evaluations":
+        grid = np.arange(1, budget + 1)
+        x_of = lambda t: np.array([e["evaluation"] for e in t.evaluations])  # noqa: E731
+    else:
+        tmax = max(t.evaluations[-1]["seconds"] for ts in runs.values() for t in ts if t.evaluations)
+        grid = np.linspace(tmax / points, tmax, points)
+        x_of = lambda t: np.array([e["seconds"] for e in t.evaluations])  # noqa: E731
+    rows = []
+    for alg, ts in runs.items():
+        c = np.full((len(ts), len(grid)), np.nan)
+        for i, t in enumerate(ts):
+            x, b = x_of(t), np.array([e["best_glue"] for e in t.evaluations])
+            k = np.searchsorted(x, grid, side="right") - 1  # last evaluation at or before each grid point
+            c[i, k >= 0] = b[k[k >= 0]]
+        for j, g in enumerate(grid):
+            col = c[:, j][np.isfinite(c[:, j])]
+            stats = (col.mean(), col.std(), np.quantile(col, 0.25), np.quantile(col, 0.75)) if len(col) else (np.nan,) * 4
+            rows.append({"algorithm": alg, axis[:-1] if axis == "evaluations" else "seconds": g, "mean": stats[0],
+                         "std": stats[1], "q25": stats[2], "q75": stats[3], "n": len(col), "seeds": seeds})
+    return pd.DataFrame(rows)
+
+
+def plot_comparison(curves: pd.DataFrame, path: str) -> str:
+    """Anytime curves (mean and inter-quartile band) as a PNG (written atomically)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..atomic import atomic_path
+
+    x = "evaluation" if "evaluation" in curves else "seconds"
+    fig, ax = plt.subplots(figsize=(5.5, 4), dpi=120)
+    for alg, g in curves.groupby("algorithm", sort=False):
+        xs = g[x] / 3600 if x == "seconds" else g[x]
+        ax.plot(xs, g["mean"], label=alg)
+        ax.fill_between(xs, g.q25, g.q75, alpha=0.2)
+    ax.set_xlabel("evaluations" if x == "evaluation" else "simulated training time (hours)")
+    ax.set_ylabel("best GLUE found")
+    ax.set_title(f"{int(curves.seeds.iloc[0])} seeds, mean and IQR", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png")
+    plt.close(fig)
+    return path
