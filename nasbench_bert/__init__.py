@@ -30,7 +30,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .benchmark import Benchmark, Budget, FlexiBERTResult, NLPBenchmark, NLPResult
+from .benchmark import Benchmark, Budget, FlexiBERTResult, HardwareMetrics, NLPBenchmark, NLPResult
 from .errors import (
     DataIntegrityError, DataNotFoundError, InvalidArchitectureError, InvalidArgumentError, InvalidRecipeError, NasBenchError,
     NotEvaluatedError, OutOfBudgetError, SourceUnavailableWarning, StaleDataError,
@@ -44,7 +44,7 @@ __version__ = "0.2.0"
 _LAZY = {"SurrogateResult": ("nasbench_bert.surrogate", "SurrogateResult"), "hub": ("nasbench_bert.data.hub", None)}
 
 __all__ = [
-    "Benchmark", "Budget", "FlexiBERTResult", "NLPBenchmark", "NLPResult",
+    "Benchmark", "Budget", "FlexiBERTResult", "HardwareMetrics", "NLPBenchmark", "NLPResult",
     "NasBenchError", "InvalidArchitectureError", "InvalidArgumentError", "InvalidRecipeError", "NotEvaluatedError",
     "DataIntegrityError", "StaleDataError", "DataNotFoundError", "OutOfBudgetError", "SourceUnavailableWarning",
     "FLEXIBERT_SPACE", "Arch", "Layer", "Recipe", "parse_recipe", "recipe_hash",

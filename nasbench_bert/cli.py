@@ -93,8 +93,15 @@ def cmd_query(args: argparse.Namespace) -> None:
         print(json.dumps(d, indent=2, default=str))
         return
     t = Table(show_header=False)
+    t.add_column(no_wrap=True)
+    t.add_column(overflow="fold")  # wrapped, never cut: an arch string must stay whole
+    hardware = d.pop("hardware", None) or {}
     for k, v in d.items():
         t.add_row(k, json.dumps(v, default=str) if isinstance(v, (dict, list)) else str(v))
+    for sem, h in hardware.items():  # one readable line per semantics (--json has every field)
+        t.add_row(f"hardware ({sem})", f"CPU latency b1 {h['latency_b1_ms']:.1f} ms, b32 {h['latency_b32_ms']:.0f} ms; "
+                  f"peak memory b32 {h['peak_memory_b32_mib']:.1f} MiB; {h['flops_per_seq'] / 1e9:.2f} GFLOPs/seq; "
+                  f"{h['threads']} thread(s)")
     console.print(t)
 
 
@@ -247,6 +254,30 @@ def cmd_proxies_compute(args: argparse.Namespace) -> None:
                          executor=args.executor, ray_address=args.ray_address)
     _write_frame(df, Path(args.out))
     console.print(f"wrote {len(df)} rows ({int(df.error.notna().sum())} errors, {int(df.cached.sum())} from cache) to {args.out}")
+
+
+def cmd_hardware(args: argparse.Namespace) -> None:
+    from . import hardware
+
+    _check_out(Path(args.out))  # before a long measurement, not after it
+    if args.cache is not None:
+        _writable(Path(args.cache), "--cache")
+    bench = _bench(args)
+    if args.sample is not None:  # archs drawn from the whole space, not the benchmark's 500
+        if args.ids != "all":
+            raise InvalidArgumentError("--sample draws archs from the whole space; it takes no --ids")
+        from .spaces.flexibert import FLEXIBERT_SPACE
+
+        items: list[Any] = FLEXIBERT_SPACE.sample(args.sample, seed=args.seed)
+    else:
+        items = _parse_ids(args.ids, len(bench))
+    sems = hardware.ALL_SEMANTICS if args.semantics == "all" else tuple(args.semantics.split(","))
+    settings = hardware.MeasureSettings(threads=args.threads)
+    df = hardware.measure_many(items, sems, settings=settings, bench=bench, cache=args.cache, jobs=args.jobs,
+                               executor=args.executor, ray_address=args.ray_address, progress=not args.quiet)
+    _write_frame(df, Path(args.out))
+    console.print(f"wrote {len(df)} rows ({int(df.error.notna().sum())} errors, {int(df.cached.sum())} from cache, "
+                  f"{int(df.shared.sum())} sharing another row's model) to {args.out}")
 
 
 def cmd_proxies_score(args: argparse.Namespace) -> None:
@@ -430,6 +461,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     pe.add_argument("--tasks", default=",".join(("glue", *GLUE_TASKS)),
                     help="FlexiBERT tasks (comma-separated): glue and the GLUE tasks")
     pe.set_defaults(fn=cmd_proxies_export)
+    hw = sub.add_parser("hardware", help="measure CPU latency, peak memory and FLOPs (resumable with --cache)")
+    hw.add_argument("--ids", default="all", help="benchmark ids: 'all' or '0-99,250'")
+    hw.add_argument("--sample", type=int, default=None, metavar="N",
+                    help="N archs sampled from the whole 10.6M space (seeded by --seed) instead of benchmark ids")
+    hw.add_argument("--seed", type=int, default=0, help="seed of --sample")
+    hw.add_argument("--semantics", default="all", help="'all' or names (comma-separated): authors, as_trained, as_specified")
+    hw.add_argument("--threads", type=int, default=1, help="torch threads per measurement (recorded in every row)")
+    hw.add_argument("--cache", default=None, help="folder for per-model results: reruns skip measured models")
+    hw.add_argument("--jobs", type=int, default=1, help="worker processes (executor local)")
+    hw.add_argument("--executor", default="local", choices=["local", "ray"], help="this machine, or one Ray task per model")
+    hw.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local instance)")
+    hw.add_argument("--out", required=True, help="result table (.parquet or .csv)")
+    hw.set_defaults(fn=cmd_hardware)
     se = sub.add_parser("search", help="NAS algorithms on the benchmark; surrogate quality")
     ssub = se.add_subparsers(dest="scmd", required=True)
     sr = ssub.add_parser("run", help="one search run -> trajectory")

@@ -74,6 +74,10 @@ def test_tabular_blackbox_is_the_table(st, tab, bench):
             assert got["metric_glue"] == r.glue and got["metric_elapsed_time"] == r.time_to_train
             assert all(got[f"metric_{t}"] == r.scores[t] for t in GLUE_TASKS)
             assert got["space_index"] == a.index
+            hw = r.hw("as_trained")  # the trained model's measured hardware objectives
+            assert got["metric_latency_b1_ms"] == hw.latency_b1_ms and got["metric_latency_b32_ms"] == hw.latency_b32_ms
+            assert got["metric_peak_memory_b32_mib"] == hw.peak_memory_b32_mib
+            assert got["metric_flops_per_seq"] == hw.flops_per_seq
     assert sum(len(bench.query_all(a)) > 1 for a in archs) == 9
     untrained = next(a for a in FLEXIBERT_SPACE.sample(50, seed=1) if a not in bench)
     strict = st.to_syne_tune(bench, outside="raise")
@@ -124,6 +128,54 @@ def test_asha_on_learning_curves_and_surrogate(st, bench, tmp_path):
     oracle = sur.oracle
     for arch, (_, r) in list(zip(_configs(st, df), df.iterrows()))[:300]:
         assert r["metric_glue"] == pytest.approx(oracle.glue_at(arch, int(r["steps"])))
+
+
+def test_benchmark_methods_are_the_adapters(st, tab, bench):
+    """bench.to_syne_tune() / bench.nlp.to_syne_tune() reach the adapters through the
+    entry points (no import from the lookup layer up into the integrations)."""
+    bb = bench.to_syne_tune()
+    assert type(bb) is type(tab) and bb.objectives_names == tab.objectives_names
+    np.testing.assert_array_equal(bb.objectives_evaluations, tab.objectives_evaluations)
+    with pytest.raises(InvalidArgumentError, match="oracle"):
+        bench.to_syne_tune(oracle="exact")
+    ptb = bench.nlp.to_syne_tune("ptb")
+    assert len(ptb.hyperparameters) == len(bench.nlp.ptb)
+    np.testing.assert_array_equal(ptb.objectives_evaluations, st.nlp_to_syne_tune(bench, "ptb").objectives_evaluations)
+
+
+def test_noisy_surrogate_blackbox(st, bench, tmp_path):
+    """The noisy variant: reproducible per (arch, seed), centred on the oracle's expected
+    GLUE, and scattered across syne-tune's seed axis like the measured re-runs."""
+    from syne_tune.optimizer.baselines import RandomSearch
+
+    noisy = st.to_syne_tune(bench, oracle="surrogate", noisy=True, seed=3)
+    assert noisy.num_seeds == 10
+    with pytest.raises(InvalidArgumentError, match="seed"):
+        noisy.objective_function(st.arch_to_config(bench.archs[0]), fidelity=st.FINAL_STEPS, seed=10)
+    with pytest.raises(InvalidArgumentError, match="noisy"):
+        st.to_syne_tune(bench, noisy=True)
+    with pytest.raises(InvalidArgumentError, match="num_seeds"):
+        st.to_syne_tune(bench, oracle="surrogate", num_seeds=0)
+    archs = [a for a in FLEXIBERT_SPACE.sample(400, seed=7) if a.num_layers == 4][:40]
+    dev = []
+    for a in archs:
+        cfg = st.arch_to_config(a)
+        vals = [noisy.objective_function(cfg, fidelity=st.FINAL_STEPS, seed=k)["metric_glue"] for k in range(10)]
+        assert vals == [noisy.objective_function(cfg, fidelity=st.FINAL_STEPS, seed=k)["metric_glue"] for k in range(10)]
+        assert len(set(vals)) == 10
+        dev += [v - noisy.oracle.expected_glue(a) for v in vals]
+    ref = np.array([noisy.oracle.surrogate.run_noise().sample(4, np.random.default_rng(i))[0] for i in range(4000)])
+    assert np.std(dev) == pytest.approx(np.std(ref), rel=0.25)
+    plain = st.to_syne_tune(bench, oracle="surrogate")
+    a = archs[0]
+    assert plain.objective_function(st.arch_to_config(a), fidelity=st.FINAL_STEPS)["metric_glue"] != \
+        noisy.objective_function(st.arch_to_config(a), fidelity=st.FINAL_STEPS, seed=0)["metric_glue"]
+    sched = RandomSearch(noisy.configuration_space, metrics=["metric_glue"], do_minimize=False, random_seed=0)
+    df = st.simulate(noisy, sched, max_trials=100, folder=tmp_path, seed=2, time_step=60)
+    assert df["trial_id"].nunique() >= 100
+    for arch, (_, r) in list(zip(_configs(st, df), df.iterrows()))[:50]:
+        assert r["metric_glue"] == noisy.objective_function(st.arch_to_config(arch), fidelity=st.FINAL_STEPS, seed=2)[
+            "metric_glue"]
 
 
 def test_surrogate_blackbox_whole_space(st, bench):

@@ -9,6 +9,6 @@
 from .budget import Budget
 from .flexibert import FINAL_STEPS, Benchmark
 from .nlp import NLP_DATASETS, NLPBenchmark
-from .results import FlexiBERTResult, NLPResult
+from .results import FlexiBERTResult, HardwareMetrics, NLPResult
 
-__all__ = ["Benchmark", "NLPBenchmark", "FlexiBERTResult", "NLPResult", "Budget", "FINAL_STEPS", "NLP_DATASETS"]
+__all__ = ["Benchmark", "NLPBenchmark", "FlexiBERTResult", "HardwareMetrics", "NLPResult", "Budget", "FINAL_STEPS", "NLP_DATASETS"]

@@ -22,6 +22,28 @@ from .budget import Budget
 
 R = TypeVar("R")
 
+#: entry-point group of the optimiser adapters (``nasbench_bert.integrations``)
+INTEGRATIONS_GROUP = "nasbench_bert.integrations"
+
+
+def integration(name: str) -> Any:
+    """The adapter registered as ``name`` in the :data:`INTEGRATIONS_GROUP` entry points.
+
+    Methods such as ``bench.to_syne_tune()`` find their adapter here instead of importing
+    it: the integrations sit above the lookup layer and import it, so a static import
+    the other way would be a cycle. Any package can register an adapter the same way.
+    """
+    from importlib.metadata import entry_points
+
+    eps = [ep for ep in entry_points(group=INTEGRATIONS_GROUP) if ep.name == name]
+    if not eps:
+        raise InvalidArgumentError(f"integration = {name!r} is not registered (entry-point group {INTEGRATIONS_GROUP!r}); "
+                                   "reinstall nasbench-bert (pip install 'nasbench-bert[hpo]')")
+    try:
+        return eps[0].load()
+    except ImportError as e:
+        raise ImportError(f"the {name} integration needs the [hpo] extra: pip install 'nasbench-bert[hpo]' ({e})") from e
+
 
 class TabularBenchmark(ABC, Generic[R]):
     """A benchmark whose answers are rows of verified tables (see module doc)."""

@@ -14,6 +14,7 @@ every layer is scaled dot-product attention whatever its ``operation_type`` says
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -42,7 +43,7 @@ from ..spaces.flexibert import (
 )
 from .base import TabularBenchmark
 from .budget import Budget
-from .results import FlexiBERTResult
+from .results import FlexiBERTResult, HardwareMetrics
 
 if TYPE_CHECKING:  # heavy (scipy), imported only when a surrogate is asked for
     from ..surrogate import Surrogate, SurrogateResult
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # heavy (scipy), imported only when a surrogate is asked for
 
 FINAL_STEPS = 100_000
 TABLE = "flexibert"
+HARDWARE_TABLE = "flexibert_hardware"
 _PARAM_COLUMNS = {"as_specified": "num_params", "authors": "num_params_seed_compat", "as_trained": "num_params_as_trained"}
 _OPERATION_FILTERS = ["SA", "LT", "DSC", "SA-SDP", "SA-WMA", "LT-DFT", "LT-DCT", "DSC-5", "DSC-9"]
 
@@ -84,6 +86,7 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
         self._nlp: NLPBenchmark | None = None
         self._regenerated: dict[Arch, list[FlexiBERTResult]] = {}
         self._surrogates: dict[str, Surrogate] = {}
+        self._hw: dict[int, Mapping[str, HardwareMetrics]] | None = None
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -218,8 +221,43 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
             glue=c["glue"][row], time_to_train=c["time_to_train"][row], num_params=c["num_params"][row],
             num_params_seed_compat=c["num_params_seed_compat"][row], num_params_as_trained=c["num_params_as_trained"][row],
             pretrain_steps=c["pretrain_steps"][row], hparams=MappingProxyType(hp),
-            other_ids=tuple(c["id"][j] for j in others),
+            other_ids=tuple(c["id"][j] for j in others), hardware=self._hardware_of(c["id"][row]),
         )
+
+    def _hardware_of(self, ident: int) -> Mapping[str, HardwareMetrics]:
+        if self._hw is None:  # built on first use: loading the benchmark stays cheap
+            hw: dict[int, dict[str, HardwareMetrics]] = {}
+            names = [f.name for f in dataclasses.fields(HardwareMetrics) if f.name != "device"]
+            cols = self.data.table(HARDWARE_TABLE).select(["id", *names]).to_pydict()
+            for j, i in enumerate(cols["id"]):
+                m = HardwareMetrics(**{n: cols[n][j] for n in names})
+                hw.setdefault(i, {})[m.semantics] = m
+            self._hw = {i: MappingProxyType(d) for i, d in hw.items()}
+        return self._hw.get(ident, MappingProxyType({}))
+
+    def hardware(self, semantics: SemanticsLike | None = None) -> pd.DataFrame:
+        """The measured hardware table (:mod:`nasbench_bert.hardware`): one row per arch
+        id and semantics, or only ``semantics``'s rows. Where and how it was measured is
+        in :attr:`hardware_machine`."""
+        df = self.data.table(HARDWARE_TABLE).to_pandas()
+        if semantics is not None:
+            df = df[df["semantics"] == get_semantics(semantics).name].reset_index(drop=True)
+        return df
+
+    def to_syne_tune(self, **kwargs: Any) -> Any:
+        """This benchmark as a syne-tune ``Blackbox`` (``[hpo]`` extra); the arguments
+        (``oracle``, ``fidelity``, ``outside``, ``family``, ``noisy``, ``seed``,
+        ``num_seeds``) are those of
+        :func:`nasbench_bert.integrations.syne_tune.to_syne_tune`."""
+        from .base import integration
+
+        return integration("syne_tune")(self, **kwargs)
+
+    @property
+    def hardware_machine(self) -> dict[str, Any]:
+        """The data manifest's ``hardware`` entry: the machine, the settings, the date and
+        the measured run-to-run noise behind :meth:`hardware`."""
+        return dict(self.data.manifest.get("hardware", {}))
 
     def _cost(self, result: FlexiBERTResult) -> float:
         return float(result.time_to_train)

@@ -112,6 +112,13 @@ class NLPBenchmark(TabularBenchmark[NLPResult]):
         return self._lookup_many(keys, dataset, missing=missing, charge=charge,
                                  cost_column="total_wall_time" if dataset == "wikitext2" else None)
 
+    def to_syne_tune(self, dataset: Literal["ptb", "wikitext2"] = "ptb") -> Any:
+        """This benchmark's ``dataset`` as a syne-tune ``Blackbox`` (``[hpo]`` extra), as
+        :func:`nasbench_bert.integrations.syne_tune.nlp_to_syne_tune` builds it."""
+        from .base import integration
+
+        return integration("syne_tune_nlp")(self, dataset)
+
     def _build(self, table: str, i: int, others: tuple[int, ...]) -> NLPResult:
         c = self._cols[table]
         names = tuple(c["log_name"][j] for j in others)

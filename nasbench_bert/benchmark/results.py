@@ -10,6 +10,35 @@ from ..spaces.flexibert import Arch
 
 
 @dataclass(frozen=True)
+class HardwareMetrics:
+    """Measured hardware figures of one arch's encoder under one semantics (the
+    ``flexibert_hardware`` table; :mod:`nasbench_bert.hardware` says how they were
+    measured, the data manifest's ``hardware`` entry on which machine).
+
+    Latencies are medians over timed repeats of one forward at sequence length 128, in
+    milliseconds, with the median absolute deviation beside them; memory is the
+    weights plus the allocator's peak during one forward, in MiB; ``flops_per_seq`` is
+    one forward at batch 1. ``threads`` is the torch thread count used.
+    """
+
+    semantics: str
+    latency_b1_ms: float
+    latency_b1_mad_ms: float
+    latency_b32_ms: float
+    latency_b32_mad_ms: float
+    peak_memory_b1_mib: float
+    peak_memory_b32_mib: float
+    flops_per_seq: int
+    num_params: int
+    threads: int
+    model_key: str
+    device: str = "cpu"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
 class FlexiBERTResult:
     """One benchmark entry. Scores are GLUE dev scores x100 (CoLA: MCC, STS-B: Spearman).
 
@@ -34,13 +63,31 @@ class FlexiBERTResult:
     #: the semantics of the model that was trained for these scores: ``as_trained`` for
     #: the release; a regenerated entry records its own
     semantics: str = "as_trained"
+    #: measured CPU latency, memory and FLOPs per semantics name (all three for the
+    #: benchmark's archs; empty for regenerated entries - measure those with
+    #: :func:`nasbench_bert.hardware.measure`)
+    hardware: Mapping[str, HardwareMetrics] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["arch"] = str(self.arch)
         d["scores"] = dict(self.scores)
         d["hparams"] = dict(self.hparams)
+        d["hardware"] = {k: v.to_dict() for k, v in self.hardware.items()}
         return d
+
+    def hw(self, semantics: SemanticsLike = AS_TRAINED) -> HardwareMetrics:
+        """The measured hardware figures of this arch's model under ``semantics``
+        (default: the model that earned the scores)."""
+        name = get_semantics(semantics).name
+        try:
+            return self.hardware[name]
+        except KeyError:
+            from ..errors import NotEvaluatedError
+
+            raise NotEvaluatedError(
+                f"no hardware measurement for {self.arch} under semantics {name!r} (measured: "
+                f"{sorted(self.hardware) or 'none'}); measure it with nasbench_bert.hardware.measure(arch, {name!r})") from None
 
     def params(self, semantics: SemanticsLike = AS_TRAINED) -> int:
         """The parameter count of this arch's encoder under ``semantics``."""

@@ -66,7 +66,10 @@ PINNED_SHA256: dict[str, str] = {
 }
 #: rows each table has when built from the pinned release
 PINNED_ROWS: dict[str, int] = {"flexibert": 500, "flexibert_curves": 315, "flexibert_proxies": 500, "nlp_ptb": 8794,
-                               "nlp_wikitext2": 345}
+                               "nlp_wikitext2": 345, "flexibert_hardware": 1500}
+#: the package's own measurements (not release files), joined into the tables by arch id;
+#: written by ``python -m nasbench_bert.builders.hardware``
+MEASURED_HARDWARE = ("flexibert_hardware.parquet", "flexibert_hardware.json")
 #: columns the release leaves empty for some rows; every other column must be filled in every row
 NULLABLE: dict[str, tuple[str, ...]] = {
     "flexibert": ("l2_", "l3_"),
@@ -188,6 +191,51 @@ def flexibert_table(entries: list[dict[str, Any]]) -> pa.Table:
         b"tasks": b"GLUE dev scores x100: cola=MCC, stsb=Spearman, others accuracy; glue = release mean of the 8 tasks",
     }
     return pa.table(cols).replace_schema_metadata(meta)
+
+
+def measured_hardware() -> tuple[pa.Table, dict[str, Any], str]:
+    """The packaged hardware measurement (table, sidecar JSON, table sha256); a missing
+    or unreadable one raises :class:`DataIntegrityError` naming the file."""
+    import importlib.resources as resources
+
+    import pyarrow.parquet as pq
+
+    folder = resources.files("nasbench_bert.data") / "measured"
+    name = MEASURED_HARDWARE[0]
+    try:
+        with resources.as_file(folder / MEASURED_HARDWARE[0]) as tp, resources.as_file(folder / MEASURED_HARDWARE[1]) as mp:
+            table, sha = pq.read_table(tp), sha256_file(Path(tp))
+            name = MEASURED_HARDWARE[1]
+            meta = json.loads(Path(mp).read_text(encoding="utf-8"))
+    except (OSError, ValueError, pa.ArrowException) as e:
+        raise DataIntegrityError(f"the package's measured hardware file nasbench_bert/data/measured/{name} cannot be read "
+                                 f"({type(e).__name__}: {e}); reinstall nasbench-bert") from None
+    if not isinstance(meta, dict) or "machine" not in meta:
+        raise DataIntegrityError("nasbench_bert/data/measured/flexibert_hardware.json has no 'machine'; reinstall nasbench-bert")
+    return table, meta, sha
+
+
+def flexibert_hardware_table(flexibert: pa.Table, measured: pa.Table) -> pa.Table:
+    """The measured hardware rows joined to the release's arch ids. Each row's
+    ``arch_sha`` must equal the sha256 prefix of the release's arch string for its id, so
+    a measurement can never be attached to another arch."""
+    import hashlib
+
+    arch_of = dict(zip(flexibert.column("id").to_pylist(), flexibert.column("arch").to_pylist()))
+    ids, shas = measured.column("arch_id").to_pylist(), measured.column("arch_sha").to_pylist()
+    archs = []
+    for i, h in zip(ids, shas):
+        a = arch_of.get(i)
+        if a is None or hashlib.sha256(a.encode()).hexdigest()[:16] != h:
+            raise DataIntegrityError(f"measured hardware row for arch id {i} does not match the release's arch "
+                                     f"{a!r} (arch_sha {h}); rebuild it with `python -m nasbench_bert.builders.hardware`")
+        archs.append(a)
+    t = measured.rename_columns(["id" if c == "arch_id" else c for c in measured.column_names])
+    t = t.add_column(1, "arch", pa.array(archs, pa.string()))
+    return t.replace_schema_metadata({
+        b"description": b"CPU latency (encoder forward, sequence 128, median of repeats), peak memory (weights + the "
+                        b"allocator's peak in one forward) and FLOPs per arch id and semantics; the machine is in the "
+                        b"manifest ('hardware'); see nasbench_bert.hardware"})
 
 
 def flexibert_curves_table(ablation: list[dict[str, Any]], bench: list[dict[str, Any]]) -> pa.Table:
@@ -454,6 +502,10 @@ def build_tables(
             hook = _interrupt_hook()
             extra: dict[str, Any] = {"builder": "nasbench_bert.data.release", "licences": {
                 "flexibert*": "CC BY 4.0", "nlp_*": "Apache-2.0 (NAS-Bench-NLP); proxy columns CC BY 4.0"}}
+            hw_table, hw_meta, hw_sha = measured_hardware()
+            extra["hardware"] = {"machine": hw_meta["machine"], "settings": hw_meta.get("settings"),
+                                 "date": hw_meta.get("date"), "noise": hw_meta.get("noise"),
+                                 "file": "nasbench_bert/data/measured/" + MEASURED_HARDWARE[0], "sha256": hw_sha}
             if modified:
                 extra["modified_release"] = dict(sorted(modified.items()))
             return write_dataset(tables, Path(out), sources, extra=extra,
@@ -484,6 +536,7 @@ def _parse_all(rel: Path, bar: Any, task: Any) -> dict[str, pa.Table]:
         tables["flexibert_curves"] = flexibert_curves_table(ablation, bench)
         current = "training-free-nas/data/BERT_results_activation.csv"
         tables["flexibert_proxies"] = flexibert_proxies_table(rel / current, bench)
+        tables["flexibert_hardware"] = flexibert_hardware_table(tables["flexibert"], measured_hardware()[0])
         current = "nas-bench-nlp/train_logs_wikitext-2/logs.zip"
         tables["nlp_wikitext2"] = nlp_wikitext2_table(wt2, g2v)
         bar.advance(task, 2)

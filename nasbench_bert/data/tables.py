@@ -38,6 +38,7 @@ TABLES: dict[str, str] = {
     "flexibert": "FlexiBERT/ELECTRA benchmark: one row per arch id 0-499 (GLUE dev scores, training time, hparams, parameter counts)",
     "flexibert_curves": "GLUE dev scores of archs re-pretrained for 0 ... 1,000,000 steps (every 50,000): learning curves",
     "flexibert_proxies": "the paper's 15 stored zero-cost proxy values per arch (computed on the seed_compat model)",
+    "flexibert_hardware": "measured by nasbench-bert: CPU latency (batch 1 and 32, sequence 128), peak memory and FLOPs per arch id and semantics; machine in the manifest",
     "nlp_ptb": "NAS-Bench-NLP on Penn Treebank: final test loss, perplexity, bits per word, parameters, stored proxies, graph2vec",
     "nlp_wikitext2": "NAS-Bench-NLP on WikiText-2: every training log with recipe, hyper-parameters and per-epoch curves",
 }
@@ -241,8 +242,9 @@ def check_manifest(manifest: Any, where: str, fix: str) -> None:
         at = "/".join(str(x) for x in e.absolute_path) or "(root)"
         raise DataIntegrityError(f"{where}: field {at}: {e.message}; {fix}") from None
     missing = sorted(set(TABLES) - set(manifest["tables"]))
-    if missing:
-        raise DataIntegrityError(f"{where} lists no table(s) {missing}; {fix}")
+    if missing:  # e.g. a user cache built by an older nasbench-bert, before a table was added
+        raise StaleDataError(f"{where} lists no table(s) {missing}: it was built by another version of nasbench-bert, "
+                             f"or damaged. {fix[0].upper() + fix[1:]}")
     from .schemas import table_columns
 
     declared = table_columns()

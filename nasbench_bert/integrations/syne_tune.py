@@ -55,6 +55,7 @@ from syne_tune.blackbox_repository.blackbox_tabular import serialize as _st_seri
 from syne_tune.blackbox_repository.serialize import deserialize_metadata
 from syne_tune.config_space import choice, randint
 
+from ..benchmark.nlp import NLPBenchmark
 from ..data.tables import GLUE_TASKS
 from ..errors import DataIntegrityError, InvalidArgumentError
 from ..sizes import flexibert_num_params
@@ -187,9 +188,14 @@ class FlexiBERTTabular(BlackboxTabular):
         return dict(zip(self.objectives_names, self.objectives_evaluations[row, s, self.fidelity_map[value]].tolist()))
 
 
+#: hardware objectives of the trained (as_trained) model, from the measured table
+HARDWARE_METRICS: tuple[str, ...] = ("latency_b1_ms", "latency_b32_ms", "peak_memory_b32_mib", "flops_per_seq")
+
+
 def _flexibert_final(bench: Any, outside: str) -> FlexiBERTTabular:
     archs = list(dict.fromkeys(bench.archs))
-    names = ["metric_glue", *(f"metric_{t}" for t in GLUE_TASKS), ELAPSED, "metric_num_params_as_trained", "space_index"]
+    names = ["metric_glue", *(f"metric_{t}" for t in GLUE_TASKS), ELAPSED, "metric_num_params_as_trained",
+             *(f"metric_{h}" for h in HARDWARE_METRICS), "space_index"]
     runs = [bench.query_all(a) for a in archs]
     seeds = max(len(r) for r in runs)
     y = np.empty((len(archs), seeds, 1, len(names)))
@@ -197,7 +203,9 @@ def _flexibert_final(bench: Any, outside: str) -> FlexiBERTTabular:
         rs = sorted((r for r in rs if r.source == "bundled"), key=lambda r: r.id)
         for s in range(seeds):
             r = rs[min(s, len(rs) - 1)]
-            y[i, s, 0] = [r.glue, *(r.scores[t] for t in GLUE_TASKS), r.time_to_train, r.num_params_as_trained, a.index]
+            hw = r.hw("as_trained")
+            y[i, s, 0] = [r.glue, *(r.scores[t] for t in GLUE_TASKS), r.time_to_train, r.num_params_as_trained,
+                          *(getattr(hw, h) for h in HARDWARE_METRICS), a.index]
     hp = pd.DataFrame([arch_to_config(a) for a in archs], columns=list(FLAT_KEYS))
     return FlexiBERTTabular(hp, y, np.array([FINAL_STEPS]), names, outside, "final")
 
@@ -229,13 +237,23 @@ class FlexiBERTSurrogateBlackbox(Blackbox):
     1,000,000-step protocol (:class:`~nasbench_bert.surrogate.fidelity.CurveFidelity`).
     ``metric_elapsed_time`` is the table's mean training time scaled by steps, as the
     :class:`~nasbench_bert.search.SurrogateOracle` charges.
+
+    ``noisy=True``: the noisy simulated benchmark of ``SurrogateOracle(noisy=True, seed=)``.
+    Each arch's expected GLUE is a seeded draw from the surrogate's predictive
+    distribution of the mean, and syne-tune's seed axis (``num_seeds``, default 10) holds
+    re-runs: seed ``k`` adds the run-to-run deviation drawn with the generator
+    ``(seed, arch index, k + 1)``, so an evaluation is reproducible and two seeds scatter
+    like two trainings. Only ``metric_glue`` is noisy; the task columns stay the means.
     """
 
-    def __init__(self, bench: Any, fidelity: str = "final", family: str | None = None):
+    def __init__(self, bench: Any, fidelity: str = "final", family: str | None = None, *, noisy: bool = False,
+                 seed: int = 0, num_seeds: int | None = None):
+        from ..checks import check_int
         from ..search.oracle import SurrogateOracle
 
         _check_choice("fidelity", fidelity, ("final", "curves"))
-        self.oracle = SurrogateOracle(bench, family=family)
+        self.oracle = SurrogateOracle(bench, family=family, noisy=noisy, seed=seed)
+        self.noisy = noisy
         self.kind = fidelity
         if fidelity == "final":
             self._steps = np.array([FINAL_STEPS])
@@ -246,48 +264,69 @@ class FlexiBERTSurrogateBlackbox(Blackbox):
             names = ["metric_glue", ELAPSED, "space_index"]
         super().__init__(configuration_space=flat_config_space(), fidelity_space=_steps_space(self._steps),
                          objectives_names=names)
-        self.num_seeds = 1
+        if num_seeds is None:
+            num_seeds = 10 if noisy else 1
+        self.num_seeds = check_int("num_seeds", num_seeds, low=1, high=10_000)
 
     @property
     def fidelity_values(self) -> np.ndarray:
         return self._steps
 
-    def _row(self, arch: Arch, steps: int) -> list[float]:
+    def _noise(self, arch: Arch, seed: int) -> float:
+        if not self.noisy:
+            return 0.0
+        rng = np.random.default_rng([self.oracle.seed, arch.index, seed + 1])
+        return float(self.oracle.surrogate.run_noise().sample(arch.num_layers, rng)[0])
+
+    def _row(self, arch: Arch, steps: int, seed: int = 0) -> list[float]:
         cost = self.oracle.cost_at(arch, steps)
         if self.kind == "final":
             m, _ = self.oracle.surrogate.predict_indices(np.array([arch.index]), return_std=False)
-            return [*(float(v) for v in m[0]), cost, float(flexibert_num_params(arch, "as_trained")), float(arch.index)]
-        return [self.oracle.glue_at(arch, steps), cost, float(arch.index)]
+            values = [float(v) for v in m[0]]
+            if self.noisy:
+                values[0] = self.oracle.expected_glue(arch) + self._noise(arch, seed)
+            return [*values, cost, float(flexibert_num_params(arch, "as_trained")), float(arch.index)]
+        glue = float(self.oracle.fidelity.predict(self.oracle.expected_glue(arch), steps)) + self._noise(arch, seed)
+        return [glue, cost, float(arch.index)]
 
     def _objective_function(self, configuration: dict[str, Any], fidelity: dict[str, Any] | None = None,
                             seed: int | None = None) -> Any:
         arch = config_to_arch(configuration)
+        s = 0 if seed is None else int(seed)
+        if not 0 <= s < self.num_seeds:
+            raise InvalidArgumentError(f"seed = {seed!r} is not allowed; allowed: 0 ... {self.num_seeds - 1}")
         if fidelity is None:
-            return np.array([self._row(arch, int(s)) for s in self._steps])
+            return np.array([self._row(arch, int(st), s) for st in self._steps])
         value = next(iter(fidelity.values()))
         if value not in set(self._steps.tolist()):
             raise InvalidArgumentError(f"steps = {value!r} is not allowed; allowed values: {self._steps.tolist()}")
-        return dict(zip(self.objectives_names, self._row(arch, int(value))))
+        return dict(zip(self.objectives_names, self._row(arch, int(value), s)))
 
 
 def to_syne_tune(bench: Any, *, oracle: Literal["tabular", "surrogate"] = "tabular",
                  fidelity: Literal["final", "curves"] = "final", outside: Literal["nearest", "raise"] = "nearest",
-                 family: str | None = None) -> Blackbox:
+                 family: str | None = None, noisy: bool = False, seed: int = 0, num_seeds: int | None = None) -> Blackbox:
     """FlexiBERT as a syne-tune blackbox (see the module doc for the encoding).
 
     ``oracle="tabular"``, ``fidelity="final"``: the 491 distinct trained archs at
     100,000 steps; objectives ``metric_glue``, ``metric_<task>`` for the 8 GLUE tasks,
-    ``metric_elapsed_time`` (``time_to_train``), ``metric_num_params_as_trained`` and
-    ``space_index``; 2 seeds (the repeated archs' runs).
+    ``metric_elapsed_time`` (``time_to_train``), ``metric_num_params_as_trained``, the
+    trained model's measured hardware objectives (``metric_latency_b1_ms``,
+    ``metric_latency_b32_ms``, ``metric_peak_memory_b32_mib``, ``metric_flops_per_seq``:
+    :mod:`nasbench_bert.hardware`) and ``space_index``; 2 seeds (the repeated archs' runs).
     ``fidelity="curves"``: the 15 learning-curve archs at 0, 150,000, ..., 1,000,000
     steps (the broken 50,000 / 100,000 checkpoints left out); elapsed time scaled by steps.
-    ``oracle="surrogate"``: :class:`FlexiBERTSurrogateBlackbox` over the whole space.
+    ``oracle="surrogate"``: :class:`FlexiBERTSurrogateBlackbox` over the whole space;
+    ``noisy=True`` (with ``seed``, ``num_seeds``) makes it the noisy simulated benchmark.
     """
     _check_choice("oracle", oracle, ("tabular", "surrogate"))
     _check_choice("fidelity", fidelity, ("final", "curves"))
     _check_choice("outside", outside, ("nearest", "raise"))
     if oracle == "surrogate":
-        return FlexiBERTSurrogateBlackbox(bench, fidelity, family)
+        return FlexiBERTSurrogateBlackbox(bench, fidelity, family, noisy=noisy, seed=seed, num_seeds=num_seeds)
+    if noisy or seed != 0 or num_seeds is not None:
+        raise InvalidArgumentError(f"noisy/seed/num_seeds = {noisy!r}/{seed!r}/{num_seeds!r} only apply to "
+                                   "oracle='surrogate'; allowed with 'tabular': the defaults (False, 0, None)")
     if family is not None:
         raise InvalidArgumentError(f"family = {family!r} only applies to oracle='surrogate'; allowed with 'tabular': None")
     return _flexibert_final(bench, outside) if fidelity == "final" else _flexibert_curves(bench, outside)
@@ -320,7 +359,9 @@ class NLPTabular(BlackboxTabular):
 
 
 def nlp_to_syne_tune(bench: Any, dataset: Literal["ptb", "wikitext2"] = "ptb") -> NLPTabular:
-    """NAS-Bench-NLP as a syne-tune blackbox, hyperparameter ``recipe_id``.
+    """NAS-Bench-NLP as a syne-tune blackbox, hyperparameter ``recipe_id``. ``bench``: a
+    :class:`~nasbench_bert.Benchmark` (its ``.nlp``) or an
+    :class:`~nasbench_bert.NLPBenchmark`.
 
     ``"ptb"``: the 8,794 runs' final results (fidelity ``epoch`` = 50, the protocol's
     last), objectives ``metric_test_loss``, ``metric_perplexity``,
@@ -332,7 +373,7 @@ def nlp_to_syne_tune(bench: Any, dataset: Literal["ptb", "wikitext2"] = "ptb") -
     ``metric_elapsed_time``, the cumulative wall time; 2 seeds (one recipe trained twice).
     """
     _check_choice("dataset", dataset, ("ptb", "wikitext2"))
-    nlp = bench.nlp
+    nlp = bench if isinstance(bench, NLPBenchmark) else bench.nlp
     if dataset == "ptb":
         df = nlp.ptb
         names = ["metric_test_loss", "metric_perplexity", "metric_bits_per_word", "metric_num_params", ELAPSED]

@@ -1,0 +1,454 @@
+"""Hardware objectives: CPU inference latency, peak memory and FLOPs of FlexiBERT models.
+
+Accuracy alone does not choose a model to deploy; hardware-aware NAS (HW-GPT-Bench,
+HW-NAS-Bench) puts latency and memory beside it. This module measures them for one
+model and sweeps them over many archs, the same way for every semantics
+(:mod:`nasbench_bert.semantics`): the three semantics build different models from one
+arch string (the authors' proxy model is always H = 256; the trained model is all
+attention), so each gets its own figures.
+
+What is measured, and why it is measured that way:
+
+* **Latency** - one forward of the encoder (embeddings + layers, no task head) in eval
+  mode under ``torch.inference_mode()``, on seeded random token ids with an all-ones
+  attention mask, at sequence length 128 and batch 1 and 32. Warm-up runs are
+  excluded (they pay for allocation and kernel selection); the figure is the median of
+  the timed repeats, with the median absolute deviation beside it. The torch thread
+  count is set (default 1, so that figures do not depend on what else the machine is
+  running on its other cores) and recorded in every row.
+* **Peak memory** - the model's weights (parameters and buffers) plus the largest
+  number of bytes that torch's CPU allocator held live during one forward, read from
+  the PyTorch profiler's allocation events (``profile_memory=True``). This is the CPU
+  counterpart of ``torch.cuda.max_memory_allocated``: deterministic, unlike the
+  process RSS, which also holds the interpreter, the libraries and the C allocator's
+  caches.
+* **FLOPs** - torch's own ``FlopCounterMode`` on one forward at batch 1, sequence 128
+  (a multiply-add is 2 FLOPs; see :mod:`nasbench_bert.models.flops`). FLOPs scale
+  linearly with the batch.
+
+Archs that a semantics maps to the same model (many do: the trained model ignores the
+operation names) are measured once and share the figures; ``model_key`` says which rows
+share. Sweeps run on ``executor="local"`` (this process, or ``jobs`` worker processes)
+or ``"ray"`` (one task per model, one CPU each), and resume from a cache folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import platform
+import random
+import statistics
+import time
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import pandas as pd
+
+from .checks import check_choice, check_int
+from .errors import InvalidArgumentError
+from .semantics import AS_SPECIFIED, AS_TRAINED, AUTHORS, VOCAB_SIZE, ModelPlan, SemanticsLike, get_semantics
+from .spaces.flexibert import Arch
+
+__all__ = ["MeasureSettings", "machine", "model_key", "measure", "measure_many", "peak_forward_bytes",
+           "ALL_SEMANTICS", "HARDWARE_COLUMNS"]
+
+#: the semantics a hardware table covers, in this order
+ALL_SEMANTICS: tuple[str, ...] = (AUTHORS.name, AS_TRAINED.name, AS_SPECIFIED.name)
+
+#: the measured columns of a hardware row (besides the keys and the settings)
+HARDWARE_COLUMNS: tuple[str, ...] = (
+    "latency_b1_ms", "latency_b1_mad_ms", "latency_b32_ms", "latency_b32_mad_ms",
+    "peak_memory_b1_mib", "peak_memory_b32_mib", "activation_peak_b1_mib", "activation_peak_b32_mib",
+    "flops_per_seq", "num_params", "threads",
+)
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """How a model is measured; part of every cache key and recorded in every row.
+
+    ``repeats``/``warmup`` are per batch size, in the order of ``batches``.
+    """
+
+    seq: int = 128
+    batches: tuple[int, ...] = (1, 32)
+    repeats: tuple[int, ...] = (15, 3)
+    warmup: tuple[int, ...] = (3, 1)
+    threads: int = 1
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_int("seq", self.seq, low=1, high=512)
+        check_int("threads", self.threads, low=1, high=4096)
+        check_int("seed", self.seed, low=0, high=2**32 - 1)
+        for name in ("batches", "repeats", "warmup"):
+            v = getattr(self, name)
+            if not isinstance(v, tuple) or len(v) != len(self.batches) or not v:
+                raise InvalidArgumentError(f"{name} = {v!r} is not allowed; allowed: a non-empty tuple of ints, one per "
+                                           f"batch size in batches = {self.batches!r}")
+            for x in v:
+                check_int(name, x, low=1 if name != "warmup" else 0, high=10_000)
+        if tuple(sorted(set(self.batches))) != tuple(sorted(self.batches)):
+            raise InvalidArgumentError(f"batches = {self.batches!r} is not allowed; allowed: distinct batch sizes")
+
+    @property
+    def key(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+def machine() -> dict[str, Any]:
+    """A description of this machine and software stack, for the table's manifest: the
+    numbers mean nothing without it."""
+    import torch
+
+    cpu = platform.processor() or ""
+    meminfo = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            k, _, v = line.partition(":")
+            meminfo[k] = v.strip()
+    except OSError:
+        pass
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        usable = os.cpu_count() or 0
+    return {
+        "cpu": cpu or "unknown",
+        "logical_cpus": os.cpu_count(),
+        "usable_cpus": usable,
+        "memory": meminfo.get("MemTotal", "unknown"),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "mkldnn": bool(torch.backends.mkldnn.is_available()),
+        "device": "cpu",
+    }
+
+
+def model_key(plan: ModelPlan) -> str:
+    """A short hash of everything the model is built from (the semantics and the plan,
+    not the arch string): archs with equal keys are the same model."""
+    layers = [[lp.mixing, lp.heads, lp.kernel, list(lp.ff_widths)] for lp in plan.layers]
+    blob = json.dumps([plan.semantics.name, plan.hidden, plan.embedding_size, layers])
+    return hashlib.sha1(blob.encode()).hexdigest()[:16]
+
+
+@contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Send file descriptor 2 to /dev/null for the duration (C++ log lines that no
+    Python setting silences); Python-level stderr is flushed first and restored after."""
+    import sys
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def peak_forward_bytes(fn: Any, *args: Any) -> int:
+    """The largest number of bytes torch's CPU allocator held live during ``fn(*args)``,
+    counted from allocations made inside the call (tensors that existed before - the
+    weights, the inputs - are not counted). Read from the PyTorch profiler's memory
+    events (``profile_memory=True``)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+    with _quiet_stderr():  # kineto writes a line to fd 2 at every start and stop
+        prof.__enter__()
+    try:
+        out = fn(*args)
+        del out
+    finally:
+        with _quiet_stderr():
+            prof.__exit__(None, None, None)
+    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events() if e.name() == "[memory]")
+    live = peak = 0
+    for _, nbytes in events:
+        live += nbytes
+        peak = max(peak, live)
+    return peak
+
+
+def _time(fn: Any, args: tuple, warmup: int, repeats: int) -> tuple[float, float]:
+    """Median and median absolute deviation of ``repeats`` timed calls, in ms."""
+    for _ in range(warmup):
+        fn(*args)
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter_ns()
+        fn(*args)
+        ts.append((time.perf_counter_ns() - t0) / 1e6)
+    med = statistics.median(ts)
+    return med, statistics.median(abs(t - med) for t in ts)
+
+
+def measure(arch: Any, semantics: SemanticsLike = AS_TRAINED, settings: MeasureSettings | None = None) -> dict[str, Any]:
+    """Measure one model: latency per batch size, peak memory, FLOPs and parameters
+    (see the module doc for what each figure means). Returns one row (a dict) with the
+    columns of :data:`HARDWARE_COLUMNS` for the default batches (1 and 32), plus
+    ``semantics``, ``model_key`` and ``settings``. Other batch sizes get columns named
+    the same way (``latency_b<n>_ms`` ...)."""
+    import torch
+
+    from .models import build_flexibert, count_flops, num_params
+
+    st = settings or MeasureSettings()
+    sem = get_semantics(semantics)
+    plan = arch if isinstance(arch, ModelPlan) else sem.plan(Arch.coerce(arch))
+    prev_threads = torch.get_num_threads()
+    torch.set_num_threads(st.threads)
+    try:
+        model = build_flexibert(plan.arch, sem, seed=st.seed).eval()
+        weights = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
+        gen = torch.Generator().manual_seed(st.seed)
+        row: dict[str, Any] = {"semantics": sem.name, "model_key": model_key(plan), "settings": st.key}
+        with torch.inference_mode():
+            for b, rep, warm in zip(st.batches, st.repeats, st.warmup):
+                ids = torch.randint(1, VOCAB_SIZE, (b, st.seq), generator=gen)
+                mask = torch.ones_like(ids)
+                med, mad = _time(model, (ids, mask), warm, rep)
+                act = peak_forward_bytes(model, ids, mask)
+                row[f"latency_b{b}_ms"] = med
+                row[f"latency_b{b}_mad_ms"] = mad
+                row[f"activation_peak_b{b}_mib"] = act / 2**20
+                row[f"peak_memory_b{b}_mib"] = (weights + act) / 2**20
+            ids1 = torch.randint(1, VOCAB_SIZE, (1, st.seq), generator=gen)
+            row["flops_per_seq"] = count_flops(model, ids1, torch.ones_like(ids1))
+        row["num_params"] = num_params(model)
+        row["threads"] = torch.get_num_threads()
+        return row
+    finally:
+        torch.set_num_threads(prev_threads)
+
+
+# -- sweeps ------------------------------------------------------------------------------------
+@dataclass
+class _Task:
+    semantics: str
+    key: str
+    arch: str
+    settings: MeasureSettings = field(default_factory=MeasureSettings)
+
+
+def _work(task: _Task) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    try:
+        row = measure(task.arch, task.semantics, task.settings)
+        row["error"] = None
+    except Exception as e:  # isolate: the sweep goes on, the row says why
+        row = {"semantics": task.semantics, "model_key": task.key, "settings": task.settings.key,
+               "error": f"{type(e).__name__}: {e}"}
+    row["seconds"] = time.perf_counter() - t0
+    return row
+
+
+def _part(cache: Path, task: _Task) -> Path:
+    h = hashlib.sha1(json.dumps([task.semantics, task.key, task.settings.key]).encode()).hexdigest()[:20]
+    return cache / f"{h}.json"
+
+
+def _read_part(path: Path, task: _Task) -> dict[str, Any] | None:
+    if path.is_dir():
+        raise InvalidArgumentError(f"cache part {path} is a folder; remove it (the cache holds one JSON file per model)")
+    try:
+        row = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None  # missing or damaged: measured again, never trusted
+    if not isinstance(row, dict) or row.get("error") is not None:
+        return None
+    if (row.get("semantics"), row.get("model_key"), row.get("settings")) != (task.semantics, task.key, task.settings.key):
+        return None
+    return row
+
+
+def _items(archs: Iterable[Any], bench: Any) -> list[tuple[int | None, Arch]]:
+    if isinstance(archs, (str, bytes, dict)) or not isinstance(archs, Iterable):
+        raise InvalidArgumentError(f"archs = {archs!r} is not allowed; allowed: a list of archs (ids, Arch, strings, "
+                                   "release dicts)")
+    out: list[tuple[int | None, Arch]] = []
+    for a in archs:
+        if isinstance(a, bool):
+            raise InvalidArgumentError(f"archs contains {a!r}; allowed: FlexiBERT ids, Arch objects, strings, release dicts")
+        if isinstance(a, int):
+            if bench is None:
+                from .benchmark import Benchmark
+
+                bench = Benchmark.load()
+            out.append((a, bench.query(a, charge=False).arch))
+        else:
+            out.append((None, Arch.coerce(a)))
+    return out
+
+
+def measure_many(
+    archs: Iterable[Any],
+    semantics: Sequence[SemanticsLike] | SemanticsLike = ALL_SEMANTICS,
+    *,
+    settings: MeasureSettings | None = None,
+    bench: Any = None,
+    cache: str | os.PathLike[str] | None = None,
+    executor: str = "local",
+    jobs: int = 1,
+    ray_address: str | None = None,
+    shuffle_seed: int | None = 0,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Measure every arch under every semantics; one row per (arch, semantics).
+
+    Archs a semantics maps to the same model are measured once (``model_key``;
+    ``shared`` is True on the rows that reuse a measurement). Models are measured in a
+    seeded random order (``shuffle_seed``; None keeps the given order), so that a slow
+    drift of the machine does not line up with arch ids or semantics. With ``cache`` (a
+    folder) every finished model is written as one JSON part, atomically, and a later
+    call with the same settings reuses it: an interrupted sweep resumes.
+
+    ``executor``: ``"local"`` (this process, or ``jobs`` worker processes - each with
+    ``settings.threads`` torch threads, so ``jobs x threads`` should not exceed the
+    cores) or ``"ray"``: one Ray task per model, one CPU each, spread over the cluster at
+    ``ray_address`` (default: join or start a local instance), the same executor choice
+    as ``build_entry`` and ``proxies.compute``.
+    """
+    from .atomic import atomic_write
+
+    executor = check_choice("executor", executor, ("local", "ray"))
+    jobs = check_int("jobs", jobs, low=1, high=1024)
+    if ray_address is not None and not isinstance(ray_address, str):
+        raise InvalidArgumentError(f"ray_address = {ray_address!r} is not allowed; allowed: 'auto', 'ray://host:port' or None")
+    if settings is not None and not isinstance(settings, MeasureSettings):
+        raise InvalidArgumentError(f"settings = {settings!r} is not allowed; allowed: a MeasureSettings or None")
+    st = settings or MeasureSettings()
+    sems = [get_semantics(s) for s in ([semantics] if isinstance(semantics, str) or not isinstance(semantics, Iterable)
+                                       else list(semantics))]
+    if not sems:
+        raise InvalidArgumentError(f"semantics = [] is not allowed; allowed: any of {list(ALL_SEMANTICS)}")
+    cache_dir = Path(cache) if cache is not None else None
+    if cache_dir is not None:
+        if cache_dir.exists() and not cache_dir.is_dir():
+            raise InvalidArgumentError(f"cache = {str(cache)!r} is a file; allowed: a folder (created if missing)")
+        cache_dir.mkdir(parents=True, exist_ok=True)
+    items = _items(archs, bench)
+
+    rows_key: list[tuple[int | None, Arch, str, str]] = []
+    tasks: dict[tuple[str, str], _Task] = {}
+    for ident, a in items:
+        for sem in sems:
+            k = model_key(sem.plan(a))
+            rows_key.append((ident, a, sem.name, k))
+            tasks.setdefault((sem.name, k), _Task(sem.name, k, str(a), st))
+    results: dict[tuple[str, str], dict[str, Any]] = {}
+    todo: list[_Task] = []
+    for t in tasks.values():
+        hit = _read_part(_part(cache_dir, t), t) if cache_dir is not None else None
+        if hit is not None:
+            results[(t.semantics, t.key)] = {**hit, "cached": True}
+        else:
+            todo.append(t)
+    if shuffle_seed is not None:
+        random.Random(shuffle_seed).shuffle(todo)
+
+    bar = None
+    if progress:
+        from rich.progress import Progress
+
+        bar = Progress(transient=False)
+        bar.start()
+        tid = bar.add_task(f"hardware ({len(todo)} models to measure, {len(tasks) - len(todo)} cached)", total=len(todo))
+
+    def done(t: _Task, row: dict[str, Any]) -> None:
+        if cache_dir is not None and row.get("error") is None:
+            atomic_write(_part(cache_dir, t), json.dumps(row, sort_keys=True))
+        results[(t.semantics, t.key)] = {**row, "cached": False}
+        if bar is not None:
+            bar.advance(tid)
+
+    try:
+        if executor == "ray" and todo:
+            import ray
+
+            if not ray.is_initialized():
+                ray.init(address=ray_address, include_dashboard=False, log_to_driver=False)
+            remote = ray.remote(num_cpus=st.threads)(_work)
+            index = {remote.remote(t): t for t in todo}
+            pending = list(index)
+            while pending:  # in completion order: each finished model is cached at once
+                ready, pending = ray.wait(pending, num_returns=1)
+                done(index[ready[0]], ray.get(ready[0]))
+        elif jobs == 1:
+            for t in todo:
+                done(t, _work(t))
+        else:
+            with ProcessPoolExecutor(max_workers=jobs) as ex:
+                for t, row in zip(todo, ex.map(_work, todo)):
+                    done(t, row)
+    finally:
+        if bar is not None:
+            bar.stop()
+
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for ident, a, sname, k in rows_key:
+        r = results[(sname, k)]
+        out.append({"id": ident, "arch": str(a), **r, "shared": (sname, k) in seen})
+        seen.add((sname, k))
+    df = pd.DataFrame(out)
+    if df.empty:
+        return pd.DataFrame(columns=["id", "arch", "semantics", "model_key", *HARDWARE_COLUMNS, "error"])
+    return df
+
+
+def noise(archs: Sequence[Any], semantics: SemanticsLike = AS_TRAINED, *, passes: int = 5,
+          settings: MeasureSettings | None = None, jobs: int = 1) -> pd.DataFrame:
+    """Run-to-run noise: measure each arch ``passes`` times, interleaved (pass 1 over all
+    archs, then pass 2, ...), so that each repeat is a fresh model and a fresh
+    measurement minutes apart, under the same conditions as a sweep with the same
+    ``jobs``. One row per (arch, pass); :func:`noise_summary` gives the relative spread."""
+    passes = check_int("passes", passes, low=2, high=1000)
+    jobs = check_int("jobs", jobs, low=1, high=1024)
+    st = settings or MeasureSettings()
+    sem = get_semantics(semantics)
+    order = [(p, str(Arch.coerce(a))) for p in range(passes) for a in archs]
+    tasks = [_Task(sem.name, model_key(sem.plan(Arch.coerce(a))), a, st) for _, a in order]
+    if jobs == 1:
+        rows = [_work(t) for t in tasks]
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as ex:
+            rows = list(ex.map(_work, tasks))
+    return pd.DataFrame([{"arch": a, "pass": p, **r} for (p, a), r in zip(order, rows)])
+
+
+def noise_summary(df: pd.DataFrame, columns: Iterable[str] = ("latency_b1_ms", "latency_b32_ms",
+                                                                 "peak_memory_b1_mib", "peak_memory_b32_mib",
+                                                                 "flops_per_seq")) -> pd.DataFrame:
+    """Per figure: the coefficient of variation across passes (std / mean of one arch's
+    repeated measurements), as its median and maximum over archs, and the largest
+    max/min ratio."""
+    out = []
+    for c in columns:
+        g = df.groupby("arch")[c]
+        cv = (g.std(ddof=1) / g.mean()).fillna(0.0)
+        ratio = g.max() / g.min()
+        out.append({"figure": c, "median_cv": float(cv.median()), "max_cv": float(cv.max()),
+                    "max_ratio": float(ratio.max()) if len(ratio) else math.nan})
+    return pd.DataFrame(out)
+
+
+def settings_from_row(row: Mapping[str, Any]) -> MeasureSettings:
+    """The :class:`MeasureSettings` recorded in a row's ``settings`` column."""
+    d = json.loads(row["settings"])
+    return MeasureSettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})

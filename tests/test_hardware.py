@@ -1,0 +1,220 @@
+"""Hardware objectives (issue 14, item 4): the measurement, the sweep, and the packaged
+table joined into query results.
+
+No test asserts a time: latency is only checked for being a positive number that the
+table and the result agree on. Everything deterministic (parameters, FLOPs, peak memory)
+is checked exactly against an independent computation.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+torch = pytest.importorskip("torch")
+
+from nasbench_bert import Arch, InvalidArgumentError, NotEvaluatedError  # noqa: E402
+from nasbench_bert import hardware as hw  # noqa: E402
+from nasbench_bert.errors import DataIntegrityError  # noqa: E402
+from nasbench_bert.models.flops import flexibert_flops  # noqa: E402
+from nasbench_bert.semantics import get_semantics  # noqa: E402
+from nasbench_bert.sizes import flexibert_num_params  # noqa: E402
+
+TINY = hw.MeasureSettings(batches=(1, 2), repeats=(2, 1), warmup=(1, 0))
+SMALL_ARCH = "128/SA-SDP-h2-512x1/LT-DFT-h2-512x1"
+
+
+def test_peak_forward_bytes_equals_a_hand_count():
+    """Linear 256->1024, GELU, Linear 1024->256 on (32, 128, 256) float32: the first
+    Linear's output (16 MiB) is still alive while GELU writes its own (16 MiB); after
+    that only 16 + 4 MiB. The peak is 32 MiB, exactly."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 256)).eval()
+    x = torch.randn(32, 128, 256)
+    with torch.inference_mode():
+        assert hw.peak_forward_bytes(net, x) == 32 * 2**20
+        # and without the GELU: 16 MiB then 4 MiB, both alive at the end
+        assert hw.peak_forward_bytes(torch.nn.Sequential(net[0], net[2]), x) == 20 * 2**20
+
+
+@pytest.mark.parametrize("semantics", ["authors", "as_trained", "as_specified"])
+def test_measure_agrees_with_independent_counts(semantics):
+    row = hw.measure(SMALL_ARCH, semantics, TINY)
+    sem = get_semantics(semantics)
+    assert row["semantics"] == sem.name
+    assert row["num_params"] == flexibert_num_params(SMALL_ARCH, sem)
+    assert row["threads"] == TINY.threads == 1
+    assert row["latency_b1_ms"] > 0 and row["latency_b2_ms"] > 0 and row["latency_b1_mad_ms"] >= 0
+    # weights + activations: at least the weights and the (B, 128, H) float32 output
+    weights = row["num_params"] * 4
+    hidden = sem.plan(Arch.coerce(SMALL_ARCH)).hidden
+    for b in (1, 2):
+        act = row[f"activation_peak_b{b}_mib"] * 2**20
+        assert act >= b * 128 * hidden * 4
+        assert row[f"peak_memory_b{b}_mib"] * 2**20 >= weights + act - 1  # + buffers
+    assert row["activation_peak_b2_mib"] > row["activation_peak_b1_mib"]
+    if semantics != "authors":  # the analytic count covers the as-built models' matrix products
+        assert row["flops_per_seq"] == flexibert_flops(SMALL_ARCH, 1, 128, sem)
+
+
+def test_measure_is_deterministic_except_for_time():
+    a, b = hw.measure(SMALL_ARCH, "as_trained", TINY), hw.measure(SMALL_ARCH, "as_trained", TINY)
+    for k in ("flops_per_seq", "num_params", "peak_memory_b1_mib", "peak_memory_b2_mib", "activation_peak_b2_mib",
+              "model_key"):
+        assert a[k] == b[k], k
+
+
+def test_bad_settings_and_arguments_are_named():
+    with pytest.raises(InvalidArgumentError, match="seq"):
+        hw.MeasureSettings(seq=0)
+    with pytest.raises(InvalidArgumentError, match="repeats"):
+        hw.MeasureSettings(batches=(1, 32), repeats=(3,), warmup=(1, 1))
+    with pytest.raises(InvalidArgumentError, match="batches"):
+        hw.MeasureSettings(batches=(4, 4), repeats=(1, 1), warmup=(0, 0))
+    with pytest.raises(InvalidArgumentError, match="executor"):
+        hw.measure_many([SMALL_ARCH], executor="gpu")
+    with pytest.raises(InvalidArgumentError, match="archs"):
+        hw.measure_many(SMALL_ARCH)
+    with pytest.raises(InvalidArgumentError, match="semantics"):
+        hw.measure_many([SMALL_ARCH], semantics=[])
+    with pytest.raises(InvalidArgumentError, match="settings"):
+        hw.measure_many([SMALL_ARCH], settings={"seq": 128})
+
+
+@settings(max_examples=60, deadline=None)
+@given(seq=st.integers(-5, 600), threads=st.integers(-2, 5), reps=st.lists(st.integers(-1, 3), min_size=0, max_size=3),
+       batches=st.lists(st.integers(-1, 64), min_size=0, max_size=3))
+def test_settings_fuzz(seq, threads, reps, batches):
+    """Any settings either construct, or raise InvalidArgumentError naming the field."""
+    try:
+        s = hw.MeasureSettings(seq=seq, threads=threads, batches=tuple(batches), repeats=tuple(reps),
+                               warmup=tuple(0 for _ in reps))
+    except InvalidArgumentError as e:
+        assert any(f in str(e) for f in ("seq", "threads", "batches", "repeats", "warmup"))
+    else:
+        assert hw.settings_from_row({"settings": s.key}) == s
+
+
+def test_sweep_dedupes_models_and_resumes(bench, tmp_path):
+    """Archs the trained model cannot tell apart (the operations differ; every layer was
+    trained as attention) are measured once; a second sweep reads everything from the
+    cache; a damaged part is measured again."""
+    df = bench.hardware("as_trained")
+    dup = df[df.duplicated("model_key", keep=False)].sort_values(["model_key", "id"]).head(2)
+    ids = [int(i) for i in dup["id"]]
+    assert len(ids) == 2 and bench.query(ids[0]).arch != bench.query(ids[1]).arch
+    cache = tmp_path / "cache"
+    first = hw.measure_many(ids, "as_trained", settings=TINY, bench=bench, cache=cache)
+    assert list(first["shared"]) == [False, True] and first["model_key"].nunique() == 1
+    assert len(list(cache.iterdir())) == 1
+    again = hw.measure_many(ids, "as_trained", settings=TINY, bench=bench, cache=cache)
+    assert again["cached"].all() and list(again["latency_b1_ms"]) == list(first["latency_b1_ms"])
+    part = next(cache.iterdir())
+    part.write_text("{not json")
+    third = hw.measure_many(ids, "as_trained", settings=TINY, bench=bench, cache=cache)
+    assert not third["cached"].any() and json.loads(part.read_text())["model_key"] == first["model_key"][0]
+    other = hw.measure_many(ids[:1], "as_trained", settings=hw.MeasureSettings(batches=(1,), repeats=(1,), warmup=(0,)),
+                            bench=bench, cache=cache)
+    assert not other["cached"].any()  # other settings: another cache key
+
+
+# -- the packaged table ---------------------------------------------------------------------
+def test_every_arch_has_hardware_under_every_semantics(bench):
+    t = bench.hardware()
+    assert len(t) == 1500 and set(t["semantics"]) == set(hw.ALL_SEMANTICS)
+    assert t.groupby("id").size().eq(3).all() and sorted(t["id"].unique()) == list(range(500))
+    assert (t["threads"] == 1).all()
+    for col in ("latency_b1_ms", "latency_b32_ms", "peak_memory_b1_mib", "peak_memory_b32_mib"):
+        assert (t[col] > 0).all(), col
+    assert (t["latency_b32_ms"] > t["latency_b1_ms"]).all()
+    assert (t["peak_memory_b32_mib"] > t["peak_memory_b1_mib"]).all()
+    m = bench.hardware_machine
+    assert m["machine"]["device"] == "cpu" and m["settings"]["seq"] == 128 and m["settings"]["batches"] == [1, 32]
+    assert {r["semantics"] for r in m["noise"]["summary"]} == set(hw.ALL_SEMANTICS)
+
+
+def test_measured_counts_equal_the_analytic_ones_for_all_500(bench):
+    """The measured models are the semantics' models: the parameter count of every row
+    equals the analytic count, and the counted FLOPs equal the analytic matrix-product
+    count for the as-built semantics."""
+    t = bench.hardware()
+    for r in t.itertuples():
+        res = bench.query(int(r.id), charge=False)
+        assert r.num_params == res.params(r.semantics), (r.id, r.semantics)
+        assert r.arch == str(res.arch)
+        if r.semantics != "authors":
+            assert r.flops_per_seq == flexibert_flops(res.arch, 1, 128, r.semantics), (r.id, r.semantics)
+
+
+def test_query_results_carry_the_table_row(bench):
+    t = bench.hardware().set_index(["id", "semantics"])
+    for i in (0, 137, 499):
+        res = bench.query(i, charge=False)
+        assert set(res.hardware) == set(hw.ALL_SEMANTICS)
+        for sem in hw.ALL_SEMANTICS:
+            m, row = res.hw(sem), t.loc[(i, sem)]
+            assert m.latency_b1_ms == row["latency_b1_ms"] and m.latency_b32_ms == row["latency_b32_ms"]
+            assert m.peak_memory_b32_mib == row["peak_memory_b32_mib"] and m.flops_per_seq == row["flops_per_seq"]
+        assert res.hw() == res.hw("as_trained") == res.hardware["as_trained"]
+        assert res.hw("seed_compat") == res.hardware["authors"]  # old names resolve
+        assert res.to_dict()["hardware"]["as_trained"]["latency_b1_ms"] == res.hw().latency_b1_ms
+    with pytest.raises(InvalidArgumentError, match="semantics"):
+        bench.query(0).hw("fast")
+
+
+def test_regenerated_entries_say_how_to_measure():
+    from nasbench_bert import FlexiBERTResult
+
+    r = FlexiBERTResult(id=None, arch=Arch.coerce(SMALL_ARCH), scores={}, glue=0.0, time_to_train=0.0, num_params=1,
+                        num_params_seed_compat=1, num_params_as_trained=1, pretrain_steps=0, hparams={})
+    with pytest.raises(NotEvaluatedError, match="hardware.measure"):
+        r.hw()
+
+
+@pytest.mark.parametrize("i", [3, 250])
+def test_remeasuring_reproduces_the_deterministic_figures(bench, i):
+    """A live measurement of a table row's model gives the same parameters, FLOPs and
+    peak memory, exactly (latency is machine-dependent and never compared)."""
+    res = bench.query(i, charge=False)
+    settings_ = hw.settings_from_row(bench.hardware().iloc[0])
+    quick = hw.MeasureSettings(seq=settings_.seq, batches=settings_.batches, repeats=(1, 1), warmup=(0, 0))
+    live = hw.measure(res.arch, "as_trained", quick)
+    m = res.hw("as_trained")
+    assert live["model_key"] == m.model_key and live["num_params"] == m.num_params
+    assert live["flops_per_seq"] == m.flops_per_seq
+    assert live["peak_memory_b1_mib"] == m.peak_memory_b1_mib and live["peak_memory_b32_mib"] == m.peak_memory_b32_mib
+
+
+def test_a_measurement_cannot_join_another_arch(bench):
+    from nasbench_bert.data.release import flexibert_hardware_table, measured_hardware
+
+    flex = bench.data.table("flexibert")
+    measured = measured_hardware()[0]
+    assert flexibert_hardware_table(flex, measured).num_rows == 1500
+    shas = measured.column("arch_sha").to_pylist()
+    shas[7] = "0" * 16
+    bad = measured.set_column(measured.column_names.index("arch_sha"), "arch_sha", pa.array(shas))
+    with pytest.raises(DataIntegrityError, match="does not match the release's arch"):
+        flexibert_hardware_table(flex, bad)
+
+
+@pytest.mark.slow
+def test_ray_executor_equals_local(bench, tmp_path):
+    """The same sweep on a local Ray instance: the deterministic figures equal the local
+    executor's, and each finished model is cached."""
+    ray = pytest.importorskip("ray")
+    ids = [0, 250]
+    local = hw.measure_many(ids, ["as_trained", "authors"], settings=TINY, bench=bench)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        remote = hw.measure_many(ids, ["as_trained", "authors"], settings=TINY, bench=bench, executor="ray",
+                                 cache=tmp_path / "c")
+    finally:
+        ray.shutdown()
+    for k in ("model_key", "num_params", "flops_per_seq", "peak_memory_b2_mib", "semantics", "arch"):
+        assert list(local[k]) == list(remote[k]), k
+    assert remote["error"].isna().all() and len(list((tmp_path / "c").iterdir())) == 4
