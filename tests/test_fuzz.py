@@ -440,7 +440,7 @@ words = st.one_of(st.sampled_from(["0", "17", "-1", "500", "all", "0-3", "0-9999
 
 
 CLI_COMMANDS = ["info", "query", "query-nlp", "sample", "export", "build-data", "download", "proxies compute", "proxies score",
-                "proxies export", "search run", "search compare", "build-entry", "publish", "bogus"]
+                "proxies export", "search run", "search compare", "build-entry", "publish", "hardware", "bogus"]
 
 
 def _cli_label(a: list[str]) -> str:
@@ -465,6 +465,7 @@ def argv(draw: Any, data: str, out_dir: str) -> list[str]:
         "search compare": ["--algorithms", "--seeds", "--budget", "--oracle", "--axis"],
         "build-entry": ["--steps", "--batch-size", "--seq-len", "--tasks", "--semantics", "--executor"],
         "publish": ["--repo-id", "--revision"], "info": [], "bogus": ["--x"],
+        "hardware": ["--ids", "--sample", "--seed", "--semantics", "--threads", "--jobs", "--executor", "--cache"],
     }[cmd]
     a = ["--data", data, "-q"] + (["query", "--nlp"] if cmd == "query-nlp" else cmd.split())
     if cmd in ("query", "query-nlp"):
@@ -478,7 +479,7 @@ def argv(draw: Any, data: str, out_dir: str) -> list[str]:
         if o not in ("--json", "--space", "--force") or (o == "--space" and cmd == "proxies compute"):
             a.append(draw(words))
     # the one failing value that keeps costly commands from starting work
-    if cmd == "proxies compute":
+    if cmd in ("proxies compute", "hardware"):
         a += ["--out", f"{out_dir}/out.txt"]
     elif cmd == "build-data":
         a += ["--release", "/nonexistent/release"]
