@@ -308,6 +308,25 @@ def test_optuna_tpe_on_oracles(csm, bench, oracle, trials):
 
 
 # -- NAS-Bench-Suite-Zero ----------------------------------------------------------------------------
+@pytest.mark.parametrize("dataset", ["ptb", "wikitext2"])
+def test_optuna_on_nas_bench_nlp(bench, dataset):
+    """Optuna's TPE and random samplers on NAS-Bench-NLP: every value is the table's, and
+    TPE's best beats the median run."""
+    optuna = pytest.importorskip("optuna")
+    from nasbench_bert.integrations.optuna import run_optuna_nlp
+
+    tpe = run_optuna_nlp(bench, dataset, n_trials=150, seed=0)
+    rnd = run_optuna_nlp(bench.nlp, dataset, n_trials=150, sampler=optuna.samplers.RandomSampler(seed=0))
+    for study in (tpe, rnd):
+        assert len(study.trials) == 150
+        for t in study.trials:
+            assert t.value == bench.nlp.query(t.params["recipe_id"], dataset, charge=False).test_loss
+    losses = bench.nlp.ptb["test_loss"] if dataset == "ptb" else bench.nlp.wikitext2["final_test_loss"]
+    assert tpe.best_value < np.nanmedian(losses.astype(float))
+    with pytest.raises(InvalidArgumentError, match="dataset"):
+        run_optuna_nlp(bench, "wt103")
+
+
 def test_naszero_round_trip(bench, tmp_path):
     from nasbench_bert.integrations.naszero import export_naszero, read_naszero
 

@@ -88,6 +88,46 @@ def run_optuna(bench: Any, *, n_trials: int = 100, oracle: str = "tabular", seed
     return t
 
 
+def run_optuna_nlp(bench: Any, dataset: str = "ptb", *, n_trials: int = 100, seed: int = 0,
+                   sampler: "optuna.samplers.BaseSampler | None" = None) -> "optuna.Study":
+    """An Optuna study (TPE by default, seeded) minimising NAS-Bench-NLP's final test
+    loss over ``dataset``'s runs (``"ptb"`` or ``"wikitext2"``; diverged runs excluded).
+
+    The release's cells have no fixed-length encoding, so the search space is the
+    evaluated set itself: one categorical ``recipe_id``, the encoding of
+    :func:`~nasbench_bert.integrations.syne_tune.nlp_to_syne_tune`. ``bench``: a
+    :class:`~nasbench_bert.Benchmark` (its ``.nlp``) or an :class:`~nasbench_bert.NLPBenchmark`.
+    Every trial's value is ``bench.nlp.query(recipe_id, dataset).test_loss``.
+    """
+    from ..benchmark.nlp import NLPBenchmark
+
+    if dataset not in ("ptb", "wikitext2"):
+        raise InvalidArgumentError(f"dataset = {dataset!r} is not allowed; allowed values: ['ptb', 'wikitext2']")
+    if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 1:
+        raise InvalidArgumentError(f"n_trials = {n_trials!r} is not allowed; allowed: a positive integer")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InvalidArgumentError(f"seed = {seed!r} is not allowed; allowed: a non-negative integer")
+    if sampler is not None and not isinstance(sampler, optuna.samplers.BaseSampler):
+        raise InvalidArgumentError(f"sampler = {sampler!r} is not allowed; allowed: an optuna sampler or None (TPE)")
+    nlp = bench if isinstance(bench, NLPBenchmark) else bench.nlp
+    df, loss = (nlp.ptb, "test_loss") if dataset == "ptb" else (nlp.wikitext2, "final_test_loss")
+    ok = df[np.isfinite(df[loss].astype(float))]
+    ids = sorted({int(r) for r in ok["recipe_id"]})
+
+    def objective(trial: optuna.trial.Trial) -> float:
+        return float(nlp.query(int(trial.suggest_categorical("recipe_id", ids)), dataset, charge=False).test_loss)
+
+    level = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        study = optuna.create_study(direction="minimize",
+                                    sampler=sampler if sampler is not None else optuna.samplers.TPESampler(seed=seed))
+        study.optimize(objective, n_trials=n_trials)
+    finally:
+        optuna.logging.set_verbosity(level)
+    return study
+
+
 def _params_of(trial: optuna.trial.Trial) -> dict[str, Any]:
     """Suggest in ``trial`` and return its params (the configuration's active values)."""
     suggest_arch(trial)
