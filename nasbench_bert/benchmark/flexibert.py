@@ -87,6 +87,7 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
         self._regenerated: dict[Arch, list[FlexiBERTResult]] = {}
         self._surrogates: dict[str, Surrogate] = {}
         self._hw: dict[int, Mapping[str, HardwareMetrics]] | None = None
+        self._curves: pd.DataFrame | None = None
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -507,7 +508,9 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
         See docs/errata.md.
         """
         row = self._row(arch)
-        c = self.data.table("flexibert_curves").to_pandas()
+        if self._curves is None:  # converted once; every call returns its own copy
+            self._curves = self.data.table("flexibert_curves").to_pandas()
+        c = self._curves
         out = c[c["id"] == self._ids[row]].reset_index(drop=True)
         if out.empty:
             raise NotEvaluatedError(f"arch id {self._ids[row]} has no learning curve; archs with curves: {self.curve_ids()}")
