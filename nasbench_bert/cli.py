@@ -53,6 +53,13 @@ def cmd_info(args: argparse.Namespace) -> None:
         f"best test loss {bench.nlp.ptb.test_loss.min():.4f}; {cov['nlp_wikitext2_runs']} WikiText-2 runs, "
         f"{len(cov['nlp_wikitext2_diverged'])} diverged"
     )
+    hw = bench.hardware_machine
+    if hw:
+        lat = bench.hardware("as_trained")["latency_b1_ms"]
+        m = hw.get("machine", {})
+        console.print(f"hardware table: measured {hw.get('date')} on {m.get('cpu')} ({m.get('usable_cpus')} CPUs, torch "
+                      f"{m.get('torch')}, {hw.get('settings', {}).get('threads')} thread); trained models' batch-1 "
+                      f"latency {lat.median():.1f} ms median [{lat.min():.1f}, {lat.max():.1f}]")
 
 
 def _key(text: str) -> Any:
