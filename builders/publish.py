@@ -108,8 +108,11 @@ file the tables were built from; `nasbench-bert` refuses files that do not match
   (github.com/aaronserianni/training-free-nas), **CC BY 4.0**.
 * `nlp_*` tables: built from NAS-Bench-NLP (Klyuchnikov et al., IEEE Access 2022;
   github.com/fmsnew/nas-bench-nlp-release), **Apache-2.0**.
+* `flexibert_hardware`: measured by nasbench-bert (CPU latency, peak memory, FLOPs of each
+  arch's encoder under each semantics; the machine is in `v1/manifest.json` under
+  `hardware`), **CC BY 4.0** like the data it is keyed to.
 
-The tables are a re-encoding of those releases (no new training); see the package's
+The other tables are a re-encoding of those releases (no new training); see the package's
 README for the data facts (repeated architectures, diverged runs, repaired CSVs).
 
 ## Citation
