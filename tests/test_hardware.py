@@ -216,3 +216,27 @@ def test_ray_executor_equals_local(bench, tmp_path):
     for k in ("model_key", "num_params", "flops_per_seq", "peak_memory_b2_mib", "semantics", "arch"):
         assert list(local[k]) == list(remote[k]), k
     assert remote["error"].isna().all() and len(list((tmp_path / "c").iterdir())) == 4
+
+
+def test_cli_measures_and_resumes(data_dir, tmp_path, capsys):
+    """`nasbench-bert hardware`: the one-command sweep (here one small arch), resumed from
+    its cache on the second call; the values equal the packaged table's deterministic ones."""
+    import pandas as pd
+
+    from nasbench_bert import Benchmark, cli
+
+    args = ["--data", str(data_dir), "-q", "hardware", "--ids", "250", "--semantics", "as_trained,authors",
+            "--cache", str(tmp_path / "c"), "--out", str(tmp_path / "hw.parquet")]
+    cli.main(args)
+    assert "0 from cache" in capsys.readouterr().out
+    cli.main(args)
+    assert "2 from cache" in capsys.readouterr().out
+    df = pd.read_parquet(tmp_path / "hw.parquet")
+    table = Benchmark.load(str(data_dir)).hardware().set_index(["id", "semantics"])
+    for r in df.itertuples():
+        ref = table.loc[(250, r.semantics)]
+        assert (r.flops_per_seq, r.num_params, r.peak_memory_b32_mib) == (
+            ref["flops_per_seq"], ref["num_params"], ref["peak_memory_b32_mib"])
+    assert cli.main(["--data", str(data_dir), "hardware", "--sample", "3", "--ids", "1",
+                     "--out", str(tmp_path / "x.parquet")]) != 0
+    assert "--sample" in capsys.readouterr().err and not (tmp_path / "x.parquet").exists()
