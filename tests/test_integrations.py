@@ -105,6 +105,29 @@ def test_syne_tune_optimisers_on_the_table(st, tab, bench, tmp_path, name, trial
     assert df["metric_glue"].max() >= np.quantile([bench.query(a, charge=False).glue for a in trained], 0.9)
 
 
+def test_multi_objective_glue_and_latency(st, tab, bench, tmp_path):
+    """syne-tune's multi-objective regularised evolution on GLUE error and measured CPU
+    latency: every reported pair is the table's, and the non-dominated set it reports is
+    non-dominated among all of the table's archs it saw."""
+    from syne_tune.optimizer.schedulers.single_fidelity_scheduler import SingleFidelityScheduler
+    from syne_tune.optimizer.schedulers.multiobjective import MultiObjectiveRegularizedEvolution
+
+    metrics = ["metric_glue_error", "metric_latency_b1_ms"]
+    cs = tab.configuration_space
+    sched = SingleFidelityScheduler(cs, metrics=metrics, do_minimize=True, searcher=MultiObjectiveRegularizedEvolution(
+        cs, population_size=20, sample_size=5, random_seed=0), random_seed=0)
+    df = st.simulate(tab, sched, max_trials=150, folder=tmp_path, seed=0, time_step=60)
+    assert df["trial_id"].nunique() >= 150
+    for arch, (_, r) in zip(_configs(st, df), df.iterrows()):
+        q = bench.query(arch if arch in bench else _nearest(list(dict.fromkeys(bench.archs)), arch), charge=False)
+        assert r["metric_glue_error"] == pytest.approx(100 - q.glue)
+        assert r["metric_latency_b1_ms"] == q.hw("as_trained").latency_b1_ms
+    pts = df[metrics].to_numpy()
+    front = [p for p in pts if not ((pts <= p).all(axis=1) & (pts < p).any(axis=1)).any()]
+    assert 1 <= len(front) < len(pts)
+    assert min(f[0] for f in front) == pts[:, 0].min() and min(f[1] for f in front) == pts[:, 1].min()
+
+
 def test_asha_on_learning_curves_and_surrogate(st, bench, tmp_path):
     from syne_tune.optimizer.baselines import ASHA
 
