@@ -59,7 +59,7 @@ def to_table(df: pd.DataFrame) -> pa.Table:
 
 
 def release_archs(release: str) -> pd.DataFrame:
-    """``id``, ``arch`` and ``num_params_as_trained`` of the release's archs, read from the
+    """``id``, ``arch``, ``num_params_as_trained`` and ``glue`` of the release's archs, read from the
     release files themselves: the data folder cannot be built before the measurement it
     includes exists."""
     import tempfile
@@ -69,7 +69,7 @@ def release_archs(release: str) -> pd.DataFrame:
     with tempfile.TemporaryDirectory(prefix="nasbench-bert-hw-") as tmp:
         rel = fetch_release(release, Path(tmp))
         entries = json.loads((rel / "training-free-nas/data/BERT_benchmark.json").read_text(encoding="utf-8"))
-    return flexibert_table(entries).select(["id", "arch", "num_params_as_trained"]).to_pandas()
+    return flexibert_table(entries).select(["id", "arch", "num_params_as_trained", "glue"]).to_pandas()
 
 
 def noise_archs(archs: pd.DataFrame, n: int) -> list[str]:
@@ -80,9 +80,44 @@ def noise_archs(archs: pd.DataFrame, n: int) -> list[str]:
     return [str(df.iloc[i]["arch"]) for i in idx]
 
 
-def render(df: pa.Table, meta: dict[str, Any]) -> str:
-    """docs/hardware.md: the figures per semantics, the noise, the machine."""
+def pareto_front(glue: Any, latency: Any) -> set[int]:
+    """Positions of the archs no other arch beats on both GLUE (higher) and latency (lower)."""
+    import numpy as np
+
+    pts = np.c_[-np.asarray(glue, float), np.asarray(latency, float)]
+    return {i for i, p in enumerate(pts) if not ((pts <= p).all(axis=1) & (pts < p).any(axis=1)).any()}
+
+
+def semantics_section(t: pd.DataFrame, glue: pd.Series) -> list[str]:
+    """Why the semantics matter for hardware: latency rankings and GLUE-latency Pareto
+    fronts under each semantics, against the model that earned the scores."""
+    from scipy.stats import kendalltau
+
+    lat = t.pivot(index="id", columns="semantics", values="latency_b1_ms").sort_index()
+    g = glue.loc[lat.index].to_numpy()
+    fronts = {s: pareto_front(g, lat[s].to_numpy()) for s in lat.columns}
+    true = fronts["as_trained"]
+    lines = ["", "## Which model's latency", "",
+             "The GLUE scores belong to the `as_trained` model; a GLUE-latency trade-off is only real with that "
+             "model's latency. Kendall tau of the batch-1 latency ranking against `as_trained`, and the GLUE-latency "
+             "Pareto front over the 500 ids under each semantics:", "",
+             "| semantics | latency tau vs `as_trained` | Pareto-front archs | of them on the `as_trained` front |",
+             "| --- | ---: | ---: | ---: |"]
+    for s in ("as_trained", "as_specified", "authors"):
+        tau = kendalltau(lat["as_trained"], lat[s])[0]
+        lines.append(f"| `{s}` | {tau:.3f} | {len(fronts[s])} | {len(fronts[s] & true)} |")
+    lines += ["", f"GLUE against `as_trained` batch-1 latency: Kendall tau {kendalltau(g, lat['as_trained'])[0]:.3f} "
+              "(bigger models score higher and run slower). Latency differences within the run-to-run noise below "
+              "can move an arch on or off a front; the counts are for the table as measured."]
+    return lines
+
+
+def render(df: pa.Table, meta: dict[str, Any], glue: pd.Series | None = None) -> str:
+    """docs/hardware.md: the figures per semantics, the noise, the machine; with ``glue``
+    (indexed by id) also the Pareto fronts under each semantics."""
     t = df.to_pandas()
+    if "id" not in t.columns:
+        t = t.rename(columns={"arch_id": "id"})
     m = meta["machine"]
     lines = [
         "# Hardware objectives",
@@ -115,6 +150,7 @@ def render(df: pa.Table, meta: dict[str, Any]) -> str:
               + ", ".join(f"`{sem}` b1 {g.drop_duplicates('model_key')[['latency_b1_ms', 'flops_per_seq']].corr('spearman').iloc[0, 1]:.3f}"
                           f" / b32 {g.drop_duplicates('model_key')[['latency_b32_ms', 'flops_per_seq']].corr('spearman').iloc[0, 1]:.3f}"
                           for sem, g in t.groupby("semantics", sort=False)) + ".",
+              *(semantics_section(t, glue) if glue is not None else []),
               "", "## Run-to-run noise", "",
               f"{meta['noise']['archs']} archs spread over the as-trained size range, each measured "
               f"{meta['noise']['passes']} times per semantics in interleaved passes (a fresh model and a fresh "
@@ -176,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         pq.write_table(table, tmp, compression="zstd")
     with atomic_path(out / META_FILE) as tmp:
         Path(tmp).write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
-    md = render(table, meta)
+    md = render(table, meta, archs.set_index("id")["glue"])
     if a.docs:
         with atomic_path(Path(a.docs)) as tmp:
             Path(tmp).write_text(md)

@@ -240,3 +240,19 @@ def test_cli_measures_and_resumes(data_dir, tmp_path, capsys):
     assert cli.main(["--data", str(data_dir), "hardware", "--sample", "3", "--ids", "1",
                      "--out", str(tmp_path / "x.parquet")]) != 0
     assert "--sample" in capsys.readouterr().err and not (tmp_path / "x.parquet").exists()
+
+
+def test_pareto_front_and_the_docs_page_are_regenerable(bench):
+    """The front helper on a hand case, and docs/hardware.md equals what the builder
+    renders from the packaged measurement today (the page is never edited by hand)."""
+    import json
+
+    from conftest import ROOT, UPSTREAM
+    from nasbench_bert.builders.hardware import pareto_front, release_archs, render
+    from nasbench_bert.data.release import measured_hardware
+
+    # (glue, latency): 0 dominates 1; 2 is the fastest; 3 the best; 4 is dominated by 3
+    assert pareto_front([70, 69, 60, 75, 74], [10, 11, 2, 30, 31]) == {0, 2, 3}
+    table, meta, _ = measured_hardware()
+    md = render(table, json.loads(json.dumps(meta)), release_archs(str(UPSTREAM)).set_index("id")["glue"])
+    assert md == (ROOT / "docs" / "hardware.md").read_text()
