@@ -42,7 +42,6 @@ import platform
 import random
 import statistics
 import time
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -50,8 +49,9 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pandas as pd
 
-from .checks import check_choice, check_int
+from .checks import check_int
 from .errors import InvalidArgumentError
+from .executors import check_executor, run_tasks
 from .semantics import AS_SPECIFIED, AS_TRAINED, AUTHORS, VOCAB_SIZE, ModelPlan, SemanticsLike, get_semantics
 from .spaces.flexibert import Arch
 
@@ -326,10 +326,8 @@ def measure_many(
     """
     from .atomic import atomic_write
 
-    executor = check_choice("executor", executor, ("local", "ray"))
+    executor = check_executor(executor, ray_address)
     jobs = check_int("jobs", jobs, low=1, high=1024)
-    if ray_address is not None and not isinstance(ray_address, str):
-        raise InvalidArgumentError(f"ray_address = {ray_address!r} is not allowed; allowed: 'auto', 'ray://host:port' or None")
     if settings is not None and not isinstance(settings, MeasureSettings):
         raise InvalidArgumentError(f"settings = {settings!r} is not allowed; allowed: a MeasureSettings or None")
     st = settings or MeasureSettings()
@@ -362,43 +360,15 @@ def measure_many(
     if shuffle_seed is not None:
         random.Random(shuffle_seed).shuffle(todo)
 
-    bar = None
-    if progress:
-        from rich.progress import Progress
-
-        bar = Progress(transient=False)
-        bar.start()
-        tid = bar.add_task(f"hardware ({len(todo)} models to measure, {len(tasks) - len(todo)} cached)", total=len(todo))
-
-    def done(t: _Task, row: dict[str, Any]) -> None:
+    def done(i: int, row: dict[str, Any]) -> None:
+        t = todo[i]
         if cache_dir is not None and row.get("error") is None:
             atomic_write(_part(cache_dir, t), json.dumps(row, sort_keys=True))
         results[(t.semantics, t.key)] = {**row, "cached": False}
-        if bar is not None:
-            bar.advance(tid)
 
-    try:
-        if executor == "ray" and todo:
-            import ray
-
-            if not ray.is_initialized():
-                ray.init(address=ray_address, include_dashboard=False, log_to_driver=False)
-            remote = ray.remote(num_cpus=st.threads)(_work)
-            index = {remote.remote(t): t for t in todo}
-            pending = list(index)
-            while pending:  # in completion order: each finished model is cached at once
-                ready, pending = ray.wait(pending, num_returns=1)
-                done(index[ready[0]], ray.get(ready[0]))
-        elif jobs == 1:
-            for t in todo:
-                done(t, _work(t))
-        else:
-            with ProcessPoolExecutor(max_workers=jobs) as ex:
-                for t, row in zip(todo, ex.map(_work, todo)):
-                    done(t, row)
-    finally:
-        if bar is not None:
-            bar.stop()
+    label = f"hardware ({len(todo)} models to measure, {len(tasks) - len(todo)} cached)" if progress else None
+    run_tasks(_work, todo, done, executor=executor, jobs=jobs, ray_address=ray_address, num_cpus=st.threads,
+              progress=label)
 
     seen: set[tuple[str, str]] = set()
     out = []
@@ -424,11 +394,8 @@ def noise(archs: Sequence[Any], semantics: SemanticsLike = AS_TRAINED, *, passes
     sem = get_semantics(semantics)
     order = [(p, str(Arch.coerce(a))) for p in range(passes) for a in archs]
     tasks = [_Task(sem.name, model_key(sem.plan(Arch.coerce(a))), a, st) for _, a in order]
-    if jobs == 1:
-        rows = [_work(t) for t in tasks]
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as ex:
-            rows = list(ex.map(_work, tasks))
+    rows: list[dict[str, Any]] = [{} for _ in tasks]
+    run_tasks(_work, tasks, rows.__setitem__, jobs=jobs)
     return pd.DataFrame([{"arch": a, "pass": p, **r} for (p, a), r in zip(order, rows)])
 
 

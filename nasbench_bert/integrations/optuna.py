@@ -29,6 +29,16 @@ from ..spaces.flexibert import HIDDEN_SIZES, LAYER_COUNTS, OPERATION_PARAMETERS,
 from .configspace import LAYER_ORDINALS, configuration_to_arch, evaluate, param_name
 
 
+def _check_study(n_trials: Any, seed: Any, sampler: Any) -> None:
+    """The arguments every study here takes, checked before anything runs."""
+    if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 1:
+        raise InvalidArgumentError(f"n_trials = {n_trials!r} is not allowed; allowed: a positive integer")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InvalidArgumentError(f"seed = {seed!r} is not allowed; allowed: a non-negative integer")
+    if sampler is not None and not isinstance(sampler, optuna.samplers.BaseSampler):
+        raise InvalidArgumentError(f"sampler = {sampler!r} is not allowed; allowed: an optuna sampler or None (TPE)")
+
+
 def suggest_arch(trial: "optuna.trial.BaseTrial") -> Arch:
     """Suggest a FlexiBERT arch in ``trial``: ``trial.params`` end up holding exactly the
     active values of the ConfigSpace configuration of the returned arch."""
@@ -57,12 +67,7 @@ def run_optuna(bench: Any, *, n_trials: int = 100, oracle: str = "tabular", seed
     """
     from ..search import Trajectory, make_oracle
 
-    if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 1:
-        raise InvalidArgumentError(f"n_trials = {n_trials!r} is not allowed; allowed: a positive integer")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InvalidArgumentError(f"seed = {seed!r} is not allowed; allowed: a non-negative integer")
-    if sampler is not None and not isinstance(sampler, optuna.samplers.BaseSampler):
-        raise InvalidArgumentError(f"sampler = {sampler!r} is not allowed; allowed: an optuna sampler or None (TPE)")
+    _check_study(n_trials, seed, sampler)
     orc = make_oracle(oracle, bench, Budget(max_queries=n_trials))
     orc.evaluations = []
     rng = np.random.default_rng(seed)
@@ -103,12 +108,7 @@ def run_optuna_nlp(bench: Any, dataset: str = "ptb", *, n_trials: int = 100, see
 
     if dataset not in ("ptb", "wikitext2"):
         raise InvalidArgumentError(f"dataset = {dataset!r} is not allowed; allowed values: ['ptb', 'wikitext2']")
-    if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 1:
-        raise InvalidArgumentError(f"n_trials = {n_trials!r} is not allowed; allowed: a positive integer")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InvalidArgumentError(f"seed = {seed!r} is not allowed; allowed: a non-negative integer")
-    if sampler is not None and not isinstance(sampler, optuna.samplers.BaseSampler):
-        raise InvalidArgumentError(f"sampler = {sampler!r} is not allowed; allowed: an optuna sampler or None (TPE)")
+    _check_study(n_trials, seed, sampler)
     nlp = bench if isinstance(bench, NLPBenchmark) else bench.nlp
     df, loss = (nlp.ptb, "test_loss") if dataset == "ptb" else (nlp.wikitext2, "final_test_loss")
     ok = df[np.isfinite(df[loss].astype(float))]

@@ -7,7 +7,6 @@ import json
 import math
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -17,8 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from scipy.stats import rankdata
 
-from ..checks import check_choice, check_int, check_names
+from ..checks import check_int, check_names
 from ..errors import InvalidArgumentError
+from ..executors import check_executor, run_tasks
 from ..semantics import AS_TRAINED, SemanticsLike, get_semantics
 from . import bert as _bert  # noqa: F401  (registers the FlexiBERT proxies)
 from . import published as _published  # noqa: F401  (registers W-PCA and LTS's non-embedding count)
@@ -171,9 +171,7 @@ def compute(
     anywhere resumes from the cache.
     """
     adapter = proxy_space(space)
-    executor = check_choice("executor", executor, ("local", "ray"))
-    if ray_address is not None and not isinstance(ray_address, str):
-        raise InvalidArgumentError(f"ray_address = {ray_address!r} is not allowed; allowed: 'auto', 'ray://host:port' or None")
+    executor = check_executor(executor, ray_address)
     sem = get_semantics(semantics)
     objective = adapter.objective(sem)
     if dtype not in ("float32", "float64"):
@@ -210,13 +208,6 @@ def compute(
 
     threads = 1 if jobs > 1 or executor == "ray" else 0
     tasks = [(space, items[i][0], items[i][1], names, spec, sem, seed, threads, dtype) for i in todo]
-    bar = None
-    if progress:
-        from rich.progress import Progress
-
-        bar = Progress(transient=False)
-        bar.start()
-        tid = bar.add_task(f"{space} proxies ({len(todo)} to compute, {len(items) - len(todo)} cached)", total=len(todo))
 
     def done(i: int, row: dict[str, Any]) -> None:
         ident = items[i][0]
@@ -225,31 +216,10 @@ def compute(
         if cache_dir is not None and full.get("error") is None:
             _cache_write(cache_dir / _cache_name(ident["arch"], sem.key, seed, spec.key, objective, dtype), full)
         rows[i] = {**full, "cached": False}
-        if bar is not None:
-            bar.advance(tid)
 
-    try:
-        if executor == "ray" and tasks:
-            import ray
-
-            if not ray.is_initialized():
-                ray.init(address=ray_address, include_dashboard=False, log_to_driver=False)
-            remote = ray.remote(num_cpus=1)(_work)
-            index = {remote.remote(t): i for i, t in zip(todo, tasks)}
-            pending = list(index)
-            while pending:  # in completion order: each finished arch is cached at once
-                ready, pending = ray.wait(pending, num_returns=1)
-                done(index[ready[0]], ray.get(ready[0]))
-        elif jobs == 1:
-            for i, t in zip(todo, tasks):
-                done(i, _work(t))
-        else:
-            with ProcessPoolExecutor(max_workers=jobs) as ex:
-                for i, row in zip(todo, ex.map(_work, tasks)):
-                    done(i, row)
-    finally:
-        if bar is not None:
-            bar.stop()
+    label = f"{space} proxies ({len(todo)} to compute, {len(items) - len(todo)} cached)" if progress else None
+    run_tasks(_work, tasks, lambda k, row: done(todo[k], row), executor=executor, jobs=jobs, ray_address=ray_address,
+              progress=label)
 
     df = pd.DataFrame([r for r in rows if r is not None])
     if df.empty:  # no archs given: the same columns, no rows

@@ -1,0 +1,76 @@
+"""Where sweeps run: one place for the ``executor=`` choice shared by proxy sweeps
+(:func:`nasbench_bert.proxies.compute`) and hardware measurement
+(:func:`nasbench_bert.hardware.measure_many`).
+
+* ``"local"``: this process (``jobs=1``) or ``jobs`` worker processes;
+* ``"ray"``: one Ray task per item, ``num_cpus`` each, spread over the cluster at
+  ``ray_address`` (default: join a running instance or start a local one).
+
+Results are handed to ``done`` as they finish (completion order on Ray, task order
+locally), so a caller that caches each one at once can be killed anywhere and resume.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, Callable, Sequence, TypeVar
+
+from .checks import check_choice, check_int
+from .errors import InvalidArgumentError
+
+T = TypeVar("T")
+EXECUTORS: tuple[str, ...] = ("local", "ray")
+
+
+def check_executor(executor: Any, ray_address: Any) -> str:
+    """The executor's name, or :class:`InvalidArgumentError` naming the bad field."""
+    executor = check_choice("executor", executor, EXECUTORS)
+    if ray_address is not None and not isinstance(ray_address, str):
+        raise InvalidArgumentError(f"ray_address = {ray_address!r} is not allowed; allowed: 'auto', 'ray://host:port' or None")
+    return executor
+
+
+def run_tasks(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, Any], None], *, executor: str = "local",
+              jobs: int = 1, ray_address: str | None = None, num_cpus: int = 1, progress: str | None = None) -> None:
+    """Run ``fn(task)`` for every task and call ``done(position, result)`` for each.
+    ``fn`` must be a module-level function (it is pickled to the workers). ``progress``:
+    the label of a progress bar (None: no bar)."""
+    executor = check_executor(executor, ray_address)
+    jobs = check_int("jobs", jobs, low=1, high=1024)
+    if progress is None:
+        _run(fn, tasks, done, executor, jobs, ray_address, num_cpus)
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=False) as bar:
+        tid = bar.add_task(progress, total=len(tasks))
+
+        def advance(i: int, result: Any) -> None:
+            done(i, result)
+            bar.advance(tid)
+
+        _run(fn, tasks, advance, executor, jobs, ray_address, num_cpus)
+
+
+def _run(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, Any], None], executor: str, jobs: int,
+         ray_address: str | None, num_cpus: int) -> None:
+    if not tasks:
+        return
+    if executor == "ray":
+        import ray
+
+        if not ray.is_initialized():
+            ray.init(address=ray_address, include_dashboard=False, log_to_driver=False)
+        remote = ray.remote(num_cpus=num_cpus)(fn)
+        index = {remote.remote(t): i for i, t in enumerate(tasks)}
+        pending = list(index)
+        while pending:  # in completion order: each finished task is handed over at once
+            ready, pending = ray.wait(pending, num_returns=1)
+            done(index[ready[0]], ray.get(ready[0]))
+    elif jobs == 1:
+        for i, t in enumerate(tasks):
+            done(i, fn(t))
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as ex:
+            for i, result in enumerate(ex.map(fn, tasks)):
+                done(i, result)
