@@ -2,15 +2,17 @@
 memory and FLOPs for all 500 benchmark archs under each of the three semantics, plus a
 run-to-run noise study, on this machine.
 
-    python -m nasbench_bert.builders.hardware [--out nasbench_bert/data/measured]
-        [--cache data/hardware-cache] [--jobs 2] [--executor local|ray] [--ray-address A]
-        [--noise-archs 8] [--noise-passes 4] [--docs docs/hardware.md]
+    python -m nasbench_bert.builders.hardware [--out DIR] [--cache data/hardware-cache]
+        [--jobs 2] [--executor local|ray] [--ray-address A] [--semantics all|NAMES]
+        [--quick] [--noise-archs 8] [--noise-passes 4] [--docs docs/hardware.md]
 
 Writes ``flexibert_hardware.parquet`` (one row per arch id and semantics, keyed by
 ``arch_id`` with ``arch_sha``, the sha256 prefix of the canonical arch string, so that a
 table can never be joined to the wrong arch) and ``flexibert_hardware.json`` (the
-machine, the settings, the sweep's wall time and the noise study), both atomically.
-``nasbench-bert build-data`` joins them into the data folder as the
+machine, the settings, the sweep's wall time and the noise study), both atomically,
+into ``--out`` (default ``$NASBENCH_BERT_HARDWARE``, else ``<user cache>/measured``).
+They are build output, never committed: a measurement belongs to its machine.
+``nasbench-bert build-data --force`` joins them into the data folder as the
 ``flexibert_hardware`` table with the machine in the manifest; ``query`` results then
 carry the figures. Measured models are cached one part each under ``--cache``: an
 interrupted build resumes. See :mod:`nasbench_bert.hardware` for what each figure means.
@@ -39,7 +41,7 @@ def arch_sha(arch: str) -> str:
 
 
 def to_table(df: pd.DataFrame) -> pa.Table:
-    """The measured sweep (``hardware.measure_many`` over ids) as the packaged table."""
+    """The measured sweep (``hardware.measure_many`` over ids) as the measurement table."""
     from nasbench_bert.hardware import HARDWARE_COLUMNS
 
     bad = df[df["error"].notna()]
@@ -94,6 +96,9 @@ def semantics_section(t: pd.DataFrame, glue: pd.Series) -> list[str]:
     from scipy.stats import kendalltau
 
     lat = t.pivot(index="id", columns="semantics", values="latency_b1_ms").sort_index()
+    if "as_trained" not in lat.columns:
+        return []
+    lat = lat.dropna()
     g = glue.loc[lat.index].to_numpy()
     fronts = {s: pareto_front(g, lat[s].to_numpy()) for s in lat.columns}
     true = fronts["as_trained"]
@@ -103,7 +108,7 @@ def semantics_section(t: pd.DataFrame, glue: pd.Series) -> list[str]:
              "Pareto front over the 500 ids under each semantics:", "",
              "| semantics | latency tau vs `as_trained` | Pareto-front archs | of them on the `as_trained` front |",
              "| --- | ---: | ---: | ---: |"]
-    for s in ("as_trained", "as_specified", "authors"):
+    for s in [c for c in ("as_trained", "as_specified", "authors") if c in lat.columns]:
         tau = kendalltau(lat["as_trained"], lat[s])[0]
         lines.append(f"| `{s}` | {tau:.3f} | {len(fronts[s])} | {len(fronts[s] & true)} |")
     lines += ["", f"GLUE against `as_trained` batch-1 latency: Kendall tau {kendalltau(g, lat['as_trained'])[0]:.3f} "
@@ -112,9 +117,10 @@ def semantics_section(t: pd.DataFrame, glue: pd.Series) -> list[str]:
     return lines
 
 
-def render(df: pa.Table, meta: dict[str, Any], glue: pd.Series | None = None) -> str:
+def render(df: pa.Table, meta: dict[str, Any], glue: pd.Series | None = None, sha256: str | None = None) -> str:
     """docs/hardware.md: the figures per semantics, the noise, the machine; with ``glue``
-    (indexed by id) also the Pareto fronts under each semantics."""
+    (indexed by id) also the Pareto fronts under each semantics; with ``sha256`` the
+    measurement's checksum (which measurement the page was rendered from)."""
     t = df.to_pandas()
     if "id" not in t.columns:
         t = t.rename(columns={"arch_id": "id"})
@@ -130,7 +136,8 @@ def render(df: pa.Table, meta: dict[str, Any], glue: pd.Series | None = None) ->
         f"Python {m['python']}, torch {m['torch']}. Torch threads per measurement: {meta['settings']['threads']}; "
         f"{meta['jobs']} measurement process(es) side by side ({meta['executor']} executor). "
         f"Sweep: {meta['models_measured']} distinct models for {t.shape[0]} rows, "
-        f"{meta['measure_seconds'] / 60:.0f} process-minutes of measurement, measured {meta['date']}.",
+        f"{meta['measure_seconds'] / 60:.0f} process-minutes of measurement, measured {meta['date']}."
+        + (f" Measurement `{TABLE_FILE}` sha256 `{sha256}`." if sha256 else ""),
         "",
         "## Figures over the 500 archs",
         "",
@@ -168,7 +175,11 @@ def render(df: pa.Table, meta: dict[str, Any], glue: pd.Series | None = None) ->
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m nasbench_bert.builders.hardware", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default="nasbench_bert/data/measured", help="folder for the table and its JSON sidecar")
+    ap.add_argument("--out", default=None,
+                    help="folder for the table and its JSON sidecar (default: $NASBENCH_BERT_HARDWARE, else <cache>/measured)")
+    ap.add_argument("--semantics", default="all", help="'all' or names (comma-separated): authors, as_trained, as_specified")
+    ap.add_argument("--quick", action="store_true",
+                    help="fewer repeats (batch 1: 3, batch 32: 1, one warm-up each): a CI-sized check, not figures to publish")
     ap.add_argument("--cache", default="data/hardware-cache", help="one JSON part per measured model (resumable)")
     ap.add_argument("--jobs", type=int, default=1, help="local worker processes, one torch thread each")
     ap.add_argument("--executor", default="local", choices=["local", "ray"], help="this machine, or one Ray task per model")
@@ -185,20 +196,26 @@ def main(argv: list[str] | None = None) -> int:
     from nasbench_bert.atomic import atomic_path
     from nasbench_bert.data.resolve import release_source
 
+    from nasbench_bert.data.release import hardware_dir
+    from nasbench_bert.data.tables import sha256_file
+    from nasbench_bert.semantics import get_semantics
+
+    sems = hw.ALL_SEMANTICS if a.semantics == "all" else tuple(get_semantics(x).name for x in a.semantics.split(","))
+    settings = hw.MeasureSettings(repeats=(3, 1), warmup=(1, 1)) if a.quick else hw.MeasureSettings()
     archs = release_archs(a.release or release_source())
     if a.ids:
         lo, _, hi = a.ids.partition("-")
         archs = archs[archs["id"].between(int(lo), int(hi or lo))]
-    df = hw.measure_many(list(archs["arch"]), cache=a.cache, jobs=a.jobs, executor=a.executor,
+    df = hw.measure_many(list(archs["arch"]), sems, settings=settings, cache=a.cache, jobs=a.jobs, executor=a.executor,
                          ray_address=a.ray_address, progress=True)
-    df["id"] = [i for i in archs["id"] for _ in hw.ALL_SEMANTICS]  # rows come arch by arch, semantics by semantics
+    df["id"] = [i for i in archs["id"] for _ in sems]  # rows come arch by arch, semantics by semantics
     # process time summed over the distinct models (a resumed sweep has no single wall time)
     measure_seconds = float(df.drop_duplicates(["semantics", "model_key"])["seconds"].sum())
     table = to_table(df)
     summary = []
     chosen = noise_archs(archs, a.noise_archs)
-    for sem in hw.ALL_SEMANTICS:
-        nd = hw.noise(chosen, sem, passes=a.noise_passes, jobs=a.jobs)
+    for sem in sems:
+        nd = hw.noise(chosen, sem, passes=a.noise_passes, settings=settings, jobs=a.jobs)
         for r in hw.noise_summary(nd).to_dict(orient="records"):
             summary.append({"semantics": sem, **r})
     meta = {"machine": hw.machine(), "settings": json.loads(table.column("settings")[0].as_py()), "jobs": a.jobs,
@@ -206,17 +223,18 @@ def main(argv: list[str] | None = None) -> int:
             "measure_seconds": measure_seconds, "date": dt.date.today().isoformat(),
             "noise": {"archs": len(chosen), "passes": a.noise_passes, "summary": summary},
             "licence": "CC BY 4.0 (measurements by nasbench-bert)"}
-    out = Path(a.out)
+    out = Path(a.out) if a.out else hardware_dir()
     out.mkdir(parents=True, exist_ok=True)
     with atomic_path(out / TABLE_FILE) as tmp:
         pq.write_table(table, tmp, compression="zstd")
     with atomic_path(out / META_FILE) as tmp:
         Path(tmp).write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
-    md = render(table, meta, archs.set_index("id")["glue"])
+    md = render(table, meta, archs.set_index("id")["glue"], sha256_file(out / TABLE_FILE))
     if a.docs:
         with atomic_path(Path(a.docs)) as tmp:
             Path(tmp).write_text(md)
     print(md)
+    print(f"wrote {out / TABLE_FILE}; include it with `nasbench-bert build-data --force --hardware {out}`")
     return 0
 
 

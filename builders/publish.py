@@ -45,11 +45,11 @@ def dataset_card(manifest: dict) -> str:
     """The README.md of the dataset repository (YAML metadata + prose)."""
     configs = "\n".join(
         f"- config_name: {name}\n  data_files:\n  - split: train\n    path: {VERSION_DIR}/{manifest['tables'][name]['file']}"
-        for name in sorted(TABLES)
+        for name in sorted(manifest["tables"])
     )
     rows = "\n".join(
         f"| `{name}` | {manifest['tables'][name]['rows']:,} | {TABLES[name]} | `{manifest['tables'][name]['sha256'][:16]}…` |"
-        for name in sorted(TABLES)
+        for name in sorted(manifest["tables"])
     )
     return f"""---
 license:
@@ -148,12 +148,12 @@ def publish(
         api.create_branch(repo_id, repo_type=REPO_TYPE, branch=revision, exist_ok=True)
     ops = [CommitOperationAdd(path_in_repo="README.md", path_or_fileobj=dataset_card(d.manifest).encode())]
     ops.append(CommitOperationAdd(path_in_repo=f"{VERSION_DIR}/{MANIFEST}", path_or_fileobj=str(d.path / MANIFEST)))
-    for name in sorted(TABLES):
+    for name in d.names:
         ops.append(CommitOperationAdd(path_in_repo=f"{VERSION_DIR}/{d.manifest['tables'][name]['file']}", path_or_fileobj=str(d.table_path(name))))
     srcs = d.manifest.get("sources", {})
     info = api.create_commit(
         repo_id, ops, repo_type=REPO_TYPE, revision=revision,
-        commit_message=commit_message or f"nasbench-bert tables {VERSION_DIR} ({len(TABLES)} tables from {len(srcs)} release files)",
+        commit_message=commit_message or f"nasbench-bert tables {VERSION_DIR} ({len(d.names)} tables from {len(srcs)} release files)",
     )
     return info.oid
 

@@ -155,7 +155,8 @@ def cmd_build_data(args: argparse.Namespace) -> None:
         except NasBenchError as e:
             console.print(f"the tables in {outp} do not verify ({e}); rebuilding")
     _writable(outp, "--out")
-    path = build_tables(src, out, progress=not args.quiet, allow_modified=args.allow_modified_release)
+    path = build_tables(src, out, progress=not args.quiet, allow_modified=args.allow_modified_release,
+                        hardware=args.hardware)
     console.print(f"built tables from {src} into {path}")
 
 
@@ -420,6 +421,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     b.add_argument("--force", action="store_true", help="rebuild even when the folder already holds verified tables")
     b.add_argument("--allow-modified-release", action="store_true",
                    help="build from release files whose sha256 differs from the pinned release (recorded in the manifest)")
+    b.add_argument("--hardware", default=None,
+                   help="folder of a hardware measurement to include (default: $NASBENCH_BERT_HARDWARE, else <cache>/measured)")
     b.set_defaults(fn=cmd_build_data)
     from .data.hub import DEFAULT_REPO_ID, DEFAULT_REVISION
 

@@ -25,6 +25,9 @@ def pytest_configure(config):
     # pins no revision, and tests of the Hub run their own local server)
     os.environ["NASBENCH_BERT_RELEASE"] = str(UPSTREAM)
     os.environ.setdefault("NASBENCH_BERT_CACHE", tempfile.mkdtemp(prefix="nasbench-bert-test-cache-"))
+    # the hardware measurement (build output, never committed): `.ci/run` measures it into
+    # data/measured with `python -m nasbench_bert.builders.hardware` before the tests
+    os.environ.setdefault("NASBENCH_BERT_HARDWARE", str(ROOT / "data" / "measured"))
 
 
 @pytest.fixture(scope="session")
@@ -41,6 +44,14 @@ def bench(data_dir):
     from nasbench_bert import Benchmark
 
     return Benchmark.load(str(data_dir))
+
+
+@pytest.fixture(scope="session")
+def hardware_bench(bench):
+    """The benchmark, when its data holds a hardware table (CI measures one first)."""
+    if not bench.data.has_table("flexibert_hardware"):
+        pytest.skip("no hardware measurement in $NASBENCH_BERT_HARDWARE: run python -m nasbench_bert.builders.hardware")
+    return bench
 
 
 @pytest.fixture(scope="session")

@@ -102,9 +102,10 @@ def test_sweep_dedupes_models_and_resumes(bench, tmp_path):
     """Archs the trained model cannot tell apart (the operations differ; every layer was
     trained as attention) are measured once; a second sweep reads everything from the
     cache; a damaged part is measured again."""
-    df = bench.hardware("as_trained")
-    dup = df[df.duplicated("model_key", keep=False)].sort_values(["model_key", "id"]).head(2)
-    ids = [int(i) for i in dup["id"]]
+    keys = {}
+    for i in range(len(bench)):
+        keys.setdefault(hw.model_key(get_semantics("as_trained").plan(bench.query(i, charge=False).arch)), []).append(i)
+    ids = next(v[:2] for v in keys.values() if len(v) > 1 and bench.query(v[0]).arch != bench.query(v[1]).arch)
     assert len(ids) == 2 and bench.query(ids[0]).arch != bench.query(ids[1]).arch
     cache = tmp_path / "cache"
     first = hw.measure_many(ids, "as_trained", settings=TINY, bench=bench, cache=cache)
@@ -122,10 +123,14 @@ def test_sweep_dedupes_models_and_resumes(bench, tmp_path):
 
 
 # -- the packaged table ---------------------------------------------------------------------
-def test_every_arch_has_hardware_under_every_semantics(bench):
+def test_every_arch_has_hardware_under_every_measured_semantics(hardware_bench):
+    """Each measured semantics covers all 500 ids, once each; the trained model's always."""
+    bench = hardware_bench
     t = bench.hardware()
-    assert len(t) == 1500 and set(t["semantics"]) == set(hw.ALL_SEMANTICS)
-    assert t.groupby("id").size().eq(3).all() and sorted(t["id"].unique()) == list(range(500))
+    sems = set(t["semantics"])
+    assert "as_trained" in sems and sems <= set(hw.ALL_SEMANTICS)
+    assert len(t) == 500 * len(sems) and not t.duplicated(["id", "semantics"]).any()
+    assert t.groupby("id").size().eq(len(sems)).all() and sorted(t["id"].unique()) == list(range(500))
     assert (t["threads"] == 1).all()
     for col in ("latency_b1_ms", "latency_b32_ms", "peak_memory_b1_mib", "peak_memory_b32_mib"):
         assert (t[col] > 0).all(), col
@@ -133,13 +138,29 @@ def test_every_arch_has_hardware_under_every_semantics(bench):
     assert (t["peak_memory_b32_mib"] > t["peak_memory_b1_mib"]).all()
     m = bench.hardware_machine
     assert m["machine"]["device"] == "cpu" and m["settings"]["seq"] == 128 and m["settings"]["batches"] == [1, 32]
-    assert {r["semantics"] for r in m["noise"]["summary"]} == set(hw.ALL_SEMANTICS)
+    assert {r["semantics"] for r in m["noise"]["summary"]} == sems
 
 
-def test_measured_counts_equal_the_analytic_ones_for_all_500(bench):
+def test_a_build_without_a_measurement_has_no_hardware_and_says_how(tmp_path):
+    from nasbench_bert import Benchmark, DataNotFoundError
+    from nasbench_bert.data.release import build_tables
+    from conftest import UPSTREAM
+
+    build_tables(UPSTREAM, tmp_path / "d", progress=False, hardware=tmp_path / "none")
+    b = Benchmark.load(str(tmp_path / "d"))
+    assert not b.data.has_table("flexibert_hardware") and b.hardware_machine == {}
+    assert b.query(0).hardware == {}
+    with pytest.raises(DataNotFoundError, match="builders.hardware"):
+        b.hardware()
+    with pytest.raises(NotEvaluatedError, match="builders.hardware"):
+        b.query(0).hw()
+
+
+def test_measured_counts_equal_the_analytic_ones_for_all_500(hardware_bench):
     """The measured models are the semantics' models: the parameter count of every row
     equals the analytic count, and the counted FLOPs equal the analytic matrix-product
-    count, for all 1,500 rows."""
+    count, for every row (1,500 with all three semantics measured)."""
+    bench = hardware_bench
     t = bench.hardware()
     for r in t.itertuples():
         res = bench.query(int(r.id), charge=False)
@@ -148,17 +169,20 @@ def test_measured_counts_equal_the_analytic_ones_for_all_500(bench):
         assert r.flops_per_seq == flexibert_flops(res.arch, 1, 128, r.semantics), (r.id, r.semantics)
 
 
-def test_query_results_carry_the_table_row(bench):
+def test_query_results_carry_the_table_row(hardware_bench):
+    bench = hardware_bench
     t = bench.hardware().set_index(["id", "semantics"])
+    sems = sorted(set(t.index.get_level_values("semantics")))
     for i in (0, 137, 499):
         res = bench.query(i, charge=False)
-        assert set(res.hardware) == set(hw.ALL_SEMANTICS)
-        for sem in hw.ALL_SEMANTICS:
+        assert sorted(res.hardware) == sems
+        for sem in sems:
             m, row = res.hw(sem), t.loc[(i, sem)]
             assert m.latency_b1_ms == row["latency_b1_ms"] and m.latency_b32_ms == row["latency_b32_ms"]
             assert m.peak_memory_b32_mib == row["peak_memory_b32_mib"] and m.flops_per_seq == row["flops_per_seq"]
         assert res.hw() == res.hw("as_trained") == res.hardware["as_trained"]
-        assert res.hw("seed_compat") == res.hardware["authors"]  # old names resolve
+        if "authors" in sems:
+            assert res.hw("seed_compat") == res.hardware["authors"]  # old names resolve
         assert res.to_dict()["hardware"]["as_trained"]["latency_b1_ms"] == res.hw().latency_b1_ms
     with pytest.raises(InvalidArgumentError, match="semantics"):
         bench.query(0).hw("fast")
@@ -174,9 +198,10 @@ def test_regenerated_entries_say_how_to_measure():
 
 
 @pytest.mark.parametrize("i", [3, 250])
-def test_remeasuring_reproduces_the_deterministic_figures(bench, i):
+def test_remeasuring_reproduces_the_deterministic_figures(hardware_bench, i):
     """A live measurement of a table row's model gives the same parameters, FLOPs and
     peak memory, exactly (latency is machine-dependent and never compared)."""
+    bench = hardware_bench
     res = bench.query(i, charge=False)
     settings_ = hw.settings_from_row(bench.hardware().iloc[0])
     quick = hw.MeasureSettings(seq=settings_.seq, batches=settings_.batches, repeats=(1, 1), warmup=(0, 0))
@@ -187,12 +212,12 @@ def test_remeasuring_reproduces_the_deterministic_figures(bench, i):
     assert live["peak_memory_b1_mib"] == m.peak_memory_b1_mib and live["peak_memory_b32_mib"] == m.peak_memory_b32_mib
 
 
-def test_a_measurement_cannot_join_another_arch(bench):
+def test_a_measurement_cannot_join_another_arch(hardware_bench):
     from nasbench_bert.data.release import flexibert_hardware_table, measured_hardware
 
-    flex = bench.data.table("flexibert")
+    flex = hardware_bench.data.table("flexibert")
     measured = measured_hardware()[0]
-    assert flexibert_hardware_table(flex, measured).num_rows == 1500
+    assert flexibert_hardware_table(flex, measured).num_rows == measured.num_rows
     shas = measured.column("arch_sha").to_pylist()
     shas[7] = "0" * 16
     bad = measured.set_column(measured.column_names.index("arch_sha"), "arch_sha", pa.array(shas))
@@ -218,7 +243,7 @@ def test_ray_executor_equals_local(bench, tmp_path):
     assert remote["error"].isna().all() and len(list((tmp_path / "c").iterdir())) == 4
 
 
-def test_cli_measures_and_resumes(data_dir, tmp_path, capsys):
+def test_cli_measures_and_resumes(hardware_bench, data_dir, tmp_path, capsys):
     """`nasbench-bert hardware`: the one-command sweep (here one small arch), resumed from
     its cache on the second call; the values equal the packaged table's deterministic ones."""
     import pandas as pd
@@ -234,6 +259,8 @@ def test_cli_measures_and_resumes(data_dir, tmp_path, capsys):
     df = pd.read_parquet(tmp_path / "hw.parquet")
     table = Benchmark.load(str(data_dir)).hardware().set_index(["id", "semantics"])
     for r in df.itertuples():
+        if (250, r.semantics) not in table.index:
+            continue  # that semantics was not measured into this table
         ref = table.loc[(250, r.semantics)]
         assert (r.flops_per_seq, r.num_params, r.peak_memory_b32_mib) == (
             ref["flops_per_seq"], ref["num_params"], ref["peak_memory_b32_mib"])
@@ -242,9 +269,11 @@ def test_cli_measures_and_resumes(data_dir, tmp_path, capsys):
     assert "--sample" in capsys.readouterr().err and not (tmp_path / "x.parquet").exists()
 
 
-def test_pareto_front_and_the_docs_page_are_regenerable(bench):
+def test_pareto_front_and_the_docs_page_are_regenerable():
     """The front helper on a hand case, and docs/hardware.md equals what the builder
-    renders from the packaged measurement today (the page is never edited by hand)."""
+    renders from the measurement it names (the page is never edited by hand). That
+    measurement is build output of the machine that made it: elsewhere (a CI machine
+    measures its own) the page comparison is skipped."""
     import json
 
     from conftest import ROOT, UPSTREAM
@@ -253,6 +282,10 @@ def test_pareto_front_and_the_docs_page_are_regenerable(bench):
 
     # (glue, latency): 0 dominates 1; 2 is the fastest; 3 the best; 4 is dominated by 3
     assert pareto_front([70, 69, 60, 75, 74], [10, 11, 2, 30, 31]) == {0, 2, 3}
-    table, meta, _ = measured_hardware()
-    md = render(table, json.loads(json.dumps(meta)), release_archs(str(UPSTREAM)).set_index("id")["glue"])
-    assert md == (ROOT / "docs" / "hardware.md").read_text()
+    page = (ROOT / "docs" / "hardware.md").read_text()
+    measured = measured_hardware()
+    if measured is None or f"sha256 `{measured[2]}`" not in page:
+        pytest.skip("the measurement here is not the one docs/hardware.md was rendered from")
+    table, meta, sha = measured
+    md = render(table, json.loads(json.dumps(meta)), release_archs(str(UPSTREAM)).set_index("id")["glue"], sha)
+    assert md == page

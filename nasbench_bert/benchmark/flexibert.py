@@ -229,6 +229,9 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
         if self._hw is None:  # built on first use: loading the benchmark stays cheap
             hw: dict[int, dict[str, HardwareMetrics]] = {}
             names = [f.name for f in dataclasses.fields(HardwareMetrics) if f.name != "device"]
+            if not self.data.has_table(HARDWARE_TABLE):  # a build without a measurement: no figures
+                self._hw = {}
+                return MappingProxyType({})
             cols = self.data.table(HARDWARE_TABLE).select(["id", *names]).to_pydict()
             for j, i in enumerate(cols["id"]):
                 m = HardwareMetrics(**{n: cols[n][j] for n in names})
@@ -239,7 +242,8 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
     def hardware(self, semantics: SemanticsLike | None = None) -> pd.DataFrame:
         """The measured hardware table (:mod:`nasbench_bert.hardware`): one row per arch
         id and semantics, or only ``semantics``'s rows. Where and how it was measured is
-        in :attr:`hardware_machine`."""
+        in :attr:`hardware_machine`. A data folder built without a measurement raises
+        :class:`~nasbench_bert.DataNotFoundError` saying how to measure one."""
         df = self.data.table(HARDWARE_TABLE).to_pandas()
         if semantics is not None:
             df = df[df["semantics"] == get_semantics(semantics).name].reset_index(drop=True)

@@ -63,9 +63,9 @@ class FlexiBERTResult:
     #: the semantics of the model that was trained for these scores: ``as_trained`` for
     #: the release; a regenerated entry records its own
     semantics: str = "as_trained"
-    #: measured CPU latency, memory and FLOPs per semantics name (all three for the
-    #: benchmark's archs; empty for regenerated entries - measure those with
-    #: :func:`nasbench_bert.hardware.measure`)
+    #: measured CPU latency, memory and FLOPs per semantics name, from the
+    #: ``flexibert_hardware`` table when the data holds one (empty otherwise, and for
+    #: regenerated entries - measure those with :func:`nasbench_bert.hardware.measure`)
     hardware: Mapping[str, HardwareMetrics] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -87,7 +87,8 @@ class FlexiBERTResult:
 
             raise NotEvaluatedError(
                 f"no hardware measurement for {self.arch} under semantics {name!r} (measured: "
-                f"{sorted(self.hardware) or 'none'}); measure it with nasbench_bert.hardware.measure(arch, {name!r})") from None
+                f"{sorted(self.hardware) or 'none'}); measure it with nasbench_bert.hardware.measure(arch, {name!r}), or "
+                "the whole table with `python -m nasbench_bert.builders.hardware` and `nasbench-bert build-data --force`") from None
 
     def params(self, semantics: SemanticsLike = AS_TRAINED) -> int:
         """The parameter count of this arch's encoder under ``semantics``."""

@@ -42,7 +42,6 @@ from ..errors import (
 from . import pin
 from .tables import (
     MANIFEST,
-    TABLES,
     VERSION_DIR,
     DataDir,
     check_manifest,
@@ -191,7 +190,7 @@ def download(
         _evict(mpath)  # never keep a malformed or foreign manifest: checked before anything is copied
         raise DataIntegrityError(str(e) if isinstance(e, DataIntegrityError) else
                                  f"{where}: {VERSION_DIR}/{MANIFEST} is not valid JSON ({e})") from None
-    files = {name: manifest["tables"][name] for name in TABLES}
+    files = dict(manifest["tables"])  # checked above: every required table, and only known ones
 
     done = materialised_dir(repo_id, commit)
     ok = _intact(done, verify)

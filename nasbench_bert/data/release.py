@@ -66,10 +66,17 @@ PINNED_SHA256: dict[str, str] = {
 }
 #: rows each table has when built from the pinned release
 PINNED_ROWS: dict[str, int] = {"flexibert": 500, "flexibert_curves": 315, "flexibert_proxies": 500, "nlp_ptb": 8794,
-                               "nlp_wikitext2": 345, "flexibert_hardware": 1500}
-#: the package's own measurements (not release files), joined into the tables by arch id;
-#: written by ``python -m nasbench_bert.builders.hardware``
+                               "nlp_wikitext2": 345}
+#: the package's own hardware measurement (not a release file, never committed): the files
+#: ``python -m nasbench_bert.builders.hardware`` writes, joined into the tables by arch id
 MEASURED_HARDWARE = ("flexibert_hardware.parquet", "flexibert_hardware.json")
+
+
+def hardware_dir() -> Path:
+    """Where a hardware measurement is looked for, and written by default:
+    ``$NASBENCH_BERT_HARDWARE``, else ``<user cache>/measured``."""
+    env = os.environ.get("NASBENCH_BERT_HARDWARE")
+    return Path(env) if env else user_cache_dir() / "measured"
 #: columns the release leaves empty for some rows; every other column must be filled in every row
 NULLABLE: dict[str, tuple[str, ...]] = {
     "flexibert": ("l2_", "l3_"),
@@ -193,25 +200,26 @@ def flexibert_table(entries: list[dict[str, Any]]) -> pa.Table:
     return pa.table(cols).replace_schema_metadata(meta)
 
 
-def measured_hardware() -> tuple[pa.Table, dict[str, Any], str]:
-    """The packaged hardware measurement (table, sidecar JSON, table sha256); a missing
-    or unreadable one raises :class:`DataIntegrityError` naming the file."""
-    import importlib.resources as resources
-
+def measured_hardware(folder: str | os.PathLike[str] | None = None) -> tuple[pa.Table, dict[str, Any], str] | None:
+    """The hardware measurement in ``folder`` (default :func:`hardware_dir`): its table,
+    sidecar JSON and table sha256; None when there is none. A present but unreadable
+    one raises :class:`DataIntegrityError` naming the file."""
     import pyarrow.parquet as pq
 
-    folder = resources.files("nasbench_bert.data") / "measured"
-    name = MEASURED_HARDWARE[0]
+    d = Path(folder) if folder is not None else hardware_dir()
+    tp, mp = d / MEASURED_HARDWARE[0], d / MEASURED_HARDWARE[1]
+    if not tp.is_file():
+        return None
+    name = tp
     try:
-        with resources.as_file(folder / MEASURED_HARDWARE[0]) as tp, resources.as_file(folder / MEASURED_HARDWARE[1]) as mp:
-            table, sha = pq.read_table(tp), sha256_file(Path(tp))
-            name = MEASURED_HARDWARE[1]
-            meta = json.loads(Path(mp).read_text(encoding="utf-8"))
+        table, sha = pq.read_table(tp), sha256_file(tp)
+        name = mp
+        meta = json.loads(mp.read_text(encoding="utf-8"))
     except (OSError, ValueError, pa.ArrowException) as e:
-        raise DataIntegrityError(f"the package's measured hardware file nasbench_bert/data/measured/{name} cannot be read "
-                                 f"({type(e).__name__}: {e}); reinstall nasbench-bert") from None
+        raise DataIntegrityError(f"hardware measurement {name} cannot be read ({type(e).__name__}: {e}); measure again "
+                                 "with `python -m nasbench_bert.builders.hardware`") from None
     if not isinstance(meta, dict) or "machine" not in meta:
-        raise DataIntegrityError("nasbench_bert/data/measured/flexibert_hardware.json has no 'machine'; reinstall nasbench-bert")
+        raise DataIntegrityError(f"{mp} has no 'machine'; measure again with `python -m nasbench_bert.builders.hardware`")
     return table, meta, sha
 
 
@@ -468,7 +476,7 @@ def nlp_ptb_table(results: Path, params: Path, g2v: dict[int, list[float]], wt2:
 # -- the build ---------------------------------------------------------------------------
 def build_tables(
     source: str | os.PathLike[str], out: str | os.PathLike[str], *, progress: bool = True,
-    allow_modified: bool = False,
+    allow_modified: bool = False, hardware: str | os.PathLike[str] | None = None,
 ) -> Path:
     """Build all tables from the release at ``source`` into the data dir ``out``.
 
@@ -481,6 +489,11 @@ def build_tables(
     no empty cell where the release fills every row) before anything replaces the
     previous tables. Returns the written version folder (``out/v1``); the write is
     atomic (:func:`nasbench_bert.data.tables.write_dataset`).
+
+    ``hardware``: a folder holding a hardware measurement (default :func:`hardware_dir`).
+    When one is found it becomes the ``flexibert_hardware`` table, joined by arch id and
+    checked against the release's archs, with its machine in the manifest; otherwise the
+    tables are built without it.
     """
     from rich.progress import Progress
 
@@ -498,14 +511,17 @@ def build_tables(
                     + _FIX)
             bar.advance(task)
             tables = _parse_all(rel, bar, task)
+            measured = measured_hardware(hardware)
+            if measured is not None:
+                tables["flexibert_hardware"] = flexibert_hardware_table(tables["flexibert"], measured[0])
             _check_tables(tables, strict_rows=not modified)
             hook = _interrupt_hook()
             extra: dict[str, Any] = {"builder": "nasbench_bert.data.release", "licences": {
                 "flexibert*": "CC BY 4.0", "nlp_*": "Apache-2.0 (NAS-Bench-NLP); proxy columns CC BY 4.0"}}
-            hw_table, hw_meta, hw_sha = measured_hardware()
-            extra["hardware"] = {"machine": hw_meta["machine"], "settings": hw_meta.get("settings"),
-                                 "date": hw_meta.get("date"), "noise": hw_meta.get("noise"),
-                                 "file": "nasbench_bert/data/measured/" + MEASURED_HARDWARE[0], "sha256": hw_sha}
+            if measured is not None:
+                _, hw_meta, hw_sha = measured
+                extra["hardware"] = {"machine": hw_meta["machine"], "settings": hw_meta.get("settings"),
+                                     "date": hw_meta.get("date"), "noise": hw_meta.get("noise"), "sha256": hw_sha}
             if modified:
                 extra["modified_release"] = dict(sorted(modified.items()))
             return write_dataset(tables, Path(out), sources, extra=extra,
@@ -536,7 +552,6 @@ def _parse_all(rel: Path, bar: Any, task: Any) -> dict[str, pa.Table]:
         tables["flexibert_curves"] = flexibert_curves_table(ablation, bench)
         current = "training-free-nas/data/BERT_results_activation.csv"
         tables["flexibert_proxies"] = flexibert_proxies_table(rel / current, bench)
-        tables["flexibert_hardware"] = flexibert_hardware_table(tables["flexibert"], measured_hardware()[0])
         current = "nas-bench-nlp/train_logs_wikitext-2/logs.zip"
         tables["nlp_wikitext2"] = nlp_wikitext2_table(wt2, g2v)
         bar.advance(task, 2)
@@ -555,7 +570,7 @@ def _parse_all(rel: Path, bar: Any, task: Any) -> dict[str, pa.Table]:
 def _check_tables(tables: dict[str, pa.Table], *, strict_rows: bool) -> None:
     """Rows and filled cells of the built tables (see :data:`PINNED_ROWS`, :data:`NULLABLE`)."""
     for name, t in tables.items():
-        if t.num_rows == 0 or (strict_rows and t.num_rows != PINNED_ROWS[name]):
+        if t.num_rows == 0 or (strict_rows and name in PINNED_ROWS and t.num_rows != PINNED_ROWS[name]):
             raise DataIntegrityError(f"table {name!r} built with {t.num_rows} rows, the release has {PINNED_ROWS[name]}; " + _FIX)
         for col in t.column_names:
             if col.startswith(NULLABLE.get(name, ())):

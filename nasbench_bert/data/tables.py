@@ -43,6 +43,11 @@ TABLES: dict[str, str] = {
     "nlp_wikitext2": "NAS-Bench-NLP on WikiText-2: every training log with recipe, hyper-parameters and per-epoch curves",
 }
 
+#: tables a data folder may lack: the package's own measurements, which are not built from
+#: the release (``python -m nasbench_bert.builders.hardware`` measures them); a build
+#: includes them when a measurement is found (:func:`nasbench_bert.data.release.build_tables`)
+OPTIONAL_TABLES: frozenset[str] = frozenset({"flexibert_hardware"})
+
 GLUE_TASKS: tuple[str, ...] = ("cola", "mnli", "mrpc", "qnli", "qqp", "rte", "sst2", "stsb")
 #: the release's task keys -> the GLUE names used here
 RELEASE_TASK_NAMES: dict[str, str] = {"cola": "cola", "mnli": "mnli", "mrpc": "mrpc", "qnli": "qnli", "qqp": "qqp", "rte": "rte", "sst": "sst2", "sts": "stsb"}
@@ -184,9 +189,21 @@ class DataDir:
     def _fix(self) -> str:
         return f"rebuild it with `nasbench-bert build-data --force --out {self.path.parent}` (or download again)"
 
+    @property
+    def names(self) -> list[str]:
+        """The tables this folder holds (every required one, and the optional ones built)."""
+        return sorted(self.manifest["tables"])
+
+    def has_table(self, name: str) -> bool:
+        return name in self.manifest["tables"]
+
     def table_path(self, name: str) -> Path:
         if name not in TABLES:
             raise InvalidArgumentError(f"table = {name!r} is not allowed; allowed values: {sorted(TABLES)}")
+        if name not in self.manifest["tables"]:
+            raise DataNotFoundError(f"table {name!r} is not in {self.path}: it is the package's own measurement, not "
+                                    "built from the release. Measure it with `python -m nasbench_bert.builders.hardware`, "
+                                    f"then `nasbench-bert build-data --force --out {self.path.parent}`")
         return self.path / self.manifest["tables"][name]["file"]
 
     def table(self, name: str) -> pa.Table:
@@ -217,7 +234,7 @@ class DataDir:
         return t
 
     def verify_all(self) -> None:
-        for name in TABLES:
+        for name in self.names:
             self.table(name)
 
 
@@ -241,14 +258,17 @@ def check_manifest(manifest: Any, where: str, fix: str) -> None:
     except jsonschema.ValidationError as e:
         at = "/".join(str(x) for x in e.absolute_path) or "(root)"
         raise DataIntegrityError(f"{where}: field {at}: {e.message}; {fix}") from None
-    missing = sorted(set(TABLES) - set(manifest["tables"]))
+    unknown = sorted(set(manifest["tables"]) - set(TABLES))
+    if unknown:
+        raise DataIntegrityError(f"{where} lists unknown table(s) {unknown}; allowed: {sorted(TABLES)}; {fix}")
+    missing = sorted(set(TABLES) - OPTIONAL_TABLES - set(manifest["tables"]))
     if missing:  # e.g. a user cache built by an older nasbench-bert, before a table was added
         raise StaleDataError(f"{where} lists no table(s) {missing}: it was built by another version of nasbench-bert, "
                              f"or damaged. {fix[0].upper() + fix[1:]}")
     from .schemas import table_columns
 
     declared = table_columns()
-    stale = {n: [c for c in declared.get(n, {}) if c not in manifest["tables"][n]["columns"]] for n in sorted(TABLES)}
+    stale = {n: [c for c in declared.get(n, {}) if c not in manifest["tables"][n]["columns"]] for n in sorted(manifest["tables"])}
     stale = {n: c for n, c in stale.items() if c}
     if stale:  # e.g. tables a user cache kept from an older nasbench-bert
         raise StaleDataError(

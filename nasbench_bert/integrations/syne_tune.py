@@ -194,18 +194,20 @@ HARDWARE_METRICS: tuple[str, ...] = ("latency_b1_ms", "latency_b32_ms", "peak_me
 
 def _flexibert_final(bench: Any, outside: str) -> FlexiBERTTabular:
     archs = list(dict.fromkeys(bench.archs))
-    names = ["metric_glue", *(f"metric_{t}" for t in GLUE_TASKS), ELAPSED, "metric_num_params_as_trained",
-             *(f"metric_{h}" for h in HARDWARE_METRICS), "metric_glue_error", "space_index"]
     runs = [bench.query_all(a) for a in archs]
+    # hardware objectives only when every arch's trained model was measured: never a NaN objective
+    hw_metrics = HARDWARE_METRICS if all("as_trained" in r.hardware for rs in runs for r in rs if r.source == "bundled") else ()
+    names = ["metric_glue", *(f"metric_{t}" for t in GLUE_TASKS), ELAPSED, "metric_num_params_as_trained",
+             *(f"metric_{h}" for h in hw_metrics), "metric_glue_error", "space_index"]
     seeds = max(len(r) for r in runs)
     y = np.empty((len(archs), seeds, 1, len(names)))
     for i, (a, rs) in enumerate(zip(archs, runs)):
         rs = sorted((r for r in rs if r.source == "bundled"), key=lambda r: r.id)
         for s in range(seeds):
             r = rs[min(s, len(rs) - 1)]
-            hw = r.hw("as_trained")
+            hw = r.hardware.get("as_trained")
             y[i, s, 0] = [r.glue, *(r.scores[t] for t in GLUE_TASKS), r.time_to_train, r.num_params_as_trained,
-                          *(getattr(hw, h) for h in HARDWARE_METRICS), 100.0 - r.glue, a.index]
+                          *(getattr(hw, h) for h in hw_metrics), 100.0 - r.glue, a.index]
     hp = pd.DataFrame([arch_to_config(a) for a in archs], columns=list(FLAT_KEYS))
     return FlexiBERTTabular(hp, y, np.array([FINAL_STEPS]), names, outside, "final")
 
@@ -313,7 +315,8 @@ def to_syne_tune(bench: Any, *, oracle: Literal["tabular", "surrogate"] = "tabul
     ``metric_elapsed_time`` (``time_to_train``), ``metric_num_params_as_trained``, the
     trained model's measured hardware objectives (``metric_latency_b1_ms``,
     ``metric_latency_b32_ms``, ``metric_peak_memory_b32_mib``, ``metric_flops_per_seq``:
-    :mod:`nasbench_bert.hardware`), ``metric_glue_error`` (100 - GLUE: syne-tune's
+    :mod:`nasbench_bert.hardware`; only when the data holds a hardware table that covers
+    every arch's trained model), ``metric_glue_error`` (100 - GLUE: syne-tune's
     multi-objective schedulers take one direction for all metrics, so accuracy and latency
     are minimised together) and ``space_index``; 2 seeds (the repeated archs' runs).
     ``fidelity="curves"``: the 15 learning-curve archs at 0, 150,000, ..., 1,000,000
