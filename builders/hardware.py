@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -34,14 +33,9 @@ TABLE_FILE = "flexibert_hardware.parquet"
 META_FILE = "flexibert_hardware.json"
 
 
-def arch_sha(arch: str) -> str:
-    """The first 16 hex digits of the sha256 of a canonical arch string: the join check
-    between a measured table and the release's arch list."""
-    return hashlib.sha256(arch.encode()).hexdigest()[:16]
-
-
 def to_table(df: pd.DataFrame) -> pa.Table:
     """The measured sweep (``hardware.measure_many`` over ids) as the measurement table."""
+    from nasbench_bert.data.release import arch_sha
     from nasbench_bert.hardware import HARDWARE_COLUMNS
 
     bad = df[df["error"].notna()]

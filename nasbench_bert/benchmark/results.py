@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
+from ..errors import NotEvaluatedError
 from ..semantics import AS_TRAINED, SemanticsLike, get_semantics
 from ..spaces.flexibert import Arch
 
@@ -83,8 +84,6 @@ class FlexiBERTResult:
         try:
             return self.hardware[name]
         except KeyError:
-            from ..errors import NotEvaluatedError
-
             raise NotEvaluatedError(
                 f"no hardware measurement for {self.arch} under semantics {name!r} (measured: "
                 f"{sorted(self.hardware) or 'none'}); measure it with nasbench_bert.hardware.measure(arch, {name!r}), or "

@@ -13,6 +13,7 @@ release's decimal strings exactly, so every stored value equals the release valu
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
 import os
@@ -223,18 +224,23 @@ def measured_hardware(folder: str | os.PathLike[str] | None = None) -> tuple[pa.
     return table, meta, sha
 
 
+def arch_sha(arch: str) -> str:
+    """The first 16 hex digits of the sha256 of a canonical arch string: the join check
+    between a hardware measurement and the release's arch list."""
+    return hashlib.sha256(arch.encode()).hexdigest()[:16]
+
+
 def flexibert_hardware_table(flexibert: pa.Table, measured: pa.Table) -> pa.Table:
     """The measured hardware rows joined to the release's arch ids. Each row's
     ``arch_sha`` must equal the sha256 prefix of the release's arch string for its id, so
     a measurement can never be attached to another arch."""
-    import hashlib
 
     arch_of = dict(zip(flexibert.column("id").to_pylist(), flexibert.column("arch").to_pylist()))
     ids, shas = measured.column("arch_id").to_pylist(), measured.column("arch_sha").to_pylist()
     archs = []
     for i, h in zip(ids, shas):
         a = arch_of.get(i)
-        if a is None or hashlib.sha256(a.encode()).hexdigest()[:16] != h:
+        if a is None or arch_sha(a) != h:
             raise DataIntegrityError(f"measured hardware row for arch id {i} does not match the release's arch "
                                      f"{a!r} (arch_sha {h}); rebuild it with `python -m nasbench_bert.builders.hardware`")
         archs.append(a)
