@@ -208,6 +208,30 @@ def test_custom_proxy_in_one_function(bench):
         proxies.compute([0], ["nope"], bench=bench)
 
 
+def test_spec_scores_build_no_model(bench, monkeypatch):
+    """A score of the spec alone (needs={'spec'}) sees the arch and the semantics, never a
+    model: with every model-building path broken it still computes; mixed with a model
+    proxy, only the model proxy pays for a pass."""
+    name = "test_spec_layers_times_hidden"
+    if name not in proxies.REGISTRY["flexibert"]:
+        @proxies.register(name, space="flexibert", needs={"spec"})
+        def _s(spec):
+            return proxies.ProxyValue(spec.key.num_layers * spec.key.hidden_size)
+    assert proxies.REGISTRY["flexibert"][name].analytic
+    built = []
+    orig = engine.capture_flexibert
+    monkeypatch.setattr(engine, "capture_flexibert", lambda *a, **k: built.append(1) or orig(*a, **k))
+    ids = [0, 3]
+    df = proxies.compute(ids, [name], bench=bench, batch=SMALL)
+    archs = [bench.query(i, charge=False).arch for i in ids]
+    assert list(df[name]) == [a.num_layers * a.hidden_size for a in archs] and built == []
+    assert (df.seconds_pass == 0).all() and df.error.isna().all()
+    df = proxies.compute(ids, [name, "num_params"], bench=bench, batch=SMALL)
+    assert len(built) == 2 and list(df[name]) == [a.num_layers * a.hidden_size for a in archs]
+    with pytest.raises(ValueError, match="spec"):
+        proxies.register("test_spec_mixed", space="flexibert", needs={"spec", "backward"})
+
+
 def test_cache_resume_after_kill(tmp_path, bench):
     cache = tmp_path / "cache"
     code = (

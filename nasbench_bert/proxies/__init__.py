@@ -33,7 +33,7 @@ def __getattr__(name: str) -> Any:
         mod = importlib.import_module(_EXPORTS[name], __name__)
         value = mod if name == "scoring" else getattr(mod, name)
         if name in ("register", "get", "REGISTRY"):
-            from . import bert, published, rnn  # noqa: F401  (the built-in proxies are registered before anyone looks)
+            from . import builtin  # noqa: F401  (the built-in proxies are registered before anyone looks)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

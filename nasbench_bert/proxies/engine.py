@@ -19,7 +19,7 @@ from .capture import Capture
 from .capture_bert import capture_flexibert
 from .capture_nlp import NOISE_AMPLITUDES, capture_nlp
 from .inputs import Batch, BatchSpec
-from .registry import Proxy
+from .registry import Proxy, SpecInput
 
 __all__ = ["Capture", "capture_flexibert", "capture_nlp", "evaluate", "run_one", "NOISE_AMPLITUDES", "DTYPES"]
 
@@ -28,8 +28,9 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
 # -- evaluation --------------------------------------------------------------------------
-def evaluate(proxies: Iterable[Proxy], cap: Capture) -> dict[str, Any]:
-    """Run each proxy on a capture; one proxy failing records its error, not the arch's."""
+def evaluate(proxies: Iterable[Proxy], cap: Capture | SpecInput) -> dict[str, Any]:
+    """Run each proxy on a capture (analytic scores: on the spec); one proxy failing
+    records its error, not the arch's."""
     row: dict[str, Any] = {}
     for p in proxies:
         t0 = time.perf_counter()
@@ -47,13 +48,19 @@ def evaluate(proxies: Iterable[Proxy], cap: Capture) -> dict[str, Any]:
 
 def run_one(space: str, key: Any, proxies: list[Proxy], spec: BatchSpec, batch: Batch, semantics: SemanticsLike,
             seed: int, dtype: str = "float32") -> dict[str, Any]:
-    needs: set[str] = set().union(*(p.needs for p in proxies)) if proxies else {"forward"}
     sem = get_semantics(semantics)
+    analytic = [p for p in proxies if p.analytic]
+    modelled = [p for p in proxies if not p.analytic]
+    row = evaluate(analytic, SpecInput(space, key, sem))  # no model for scores of the spec alone
     t0 = time.perf_counter()
-    capture = {"flexibert": capture_flexibert, "nlp": capture_nlp}[space]  # resolved now: tests may patch them
-    cap = capture(key, needs, batch, sem, seed, DTYPES[dtype])
-    t1 = time.perf_counter()
-    row = evaluate(proxies, cap)
+    if modelled or not proxies:
+        needs: set[str] = set().union(*(p.needs for p in modelled)) if modelled else {"forward"}
+        capture = {"flexibert": capture_flexibert, "nlp": capture_nlp}[space]  # resolved now: tests may patch them
+        cap = capture(key, needs, batch, sem, seed, DTYPES[dtype])
+        t1 = time.perf_counter()
+        row.update(evaluate(modelled, cap))
+    else:
+        t1 = t0
     row["seconds_pass"] = t1 - t0
     row["seconds_proxies"] = time.perf_counter() - t1
     return row

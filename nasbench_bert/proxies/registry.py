@@ -16,6 +16,12 @@ Adding a proxy is one small function::
         return ProxyValue(sum(per_layer), per_layer)
 
 after which ``compute(archs, ["my_proxy"])`` and ``score(...)`` handle it like the others.
+
+A score of the arch spec alone (a closed form, a trivial baseline) declares
+``needs={"spec"}``: it receives a :class:`SpecInput` (the arch or recipe and the
+semantics) instead of a :class:`~nasbench_bert.proxies.capture.Capture`, and a set of
+such scores builds no model at all. They are the baselines every ranking claim must
+stand beside, so they go through the same sweep, cache and scorer as the proxies.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ NEEDS = frozenset({
     "ntk_probe",        # one random-projection backward (NTKT)
     "synflow",          # a separate pass on |weights| with an all-ones input
     "loss_backward",    # backward of the RNN's y.backward(y) objective (synaptic saliency)
+    "spec",             # the arch spec alone: no model is built (analytic scores; never mixed with the others)
 })
 SPACES: tuple[str, ...] = ("flexibert", "nlp")  # the keys of proxies.spaces.PROXY_SPACES
 
@@ -64,6 +71,20 @@ class ProxyValue:
 
 
 @dataclass(frozen=True)
+class SpecInput:
+    """What an analytic (``needs={"spec"}``) score sees: no model, only the spec.
+
+    ``key`` is the space's model key: an :class:`~nasbench_bert.spaces.Arch`
+    (FlexiBERT) or a :class:`~nasbench_bert.spaces.Recipe` (NAS-Bench-NLP).
+    ``semantics`` says which model the spec stands for, for scores that count the
+    model's parameters."""
+
+    space: str
+    key: Any
+    semantics: Any
+
+
+@dataclass(frozen=True)
 class Proxy:
     name: str
     space: str                       # "flexibert" or "nlp"
@@ -74,6 +95,11 @@ class Proxy:
     paper: str | None = None         # column name of the stored value, if the paper has one
     description: str = ""
     group: tuple[str, ...] = field(default=())  # e.g. ("paper",), ("etas",), ("baseline",)
+
+    @property
+    def analytic(self) -> bool:
+        """True for a score of the spec alone (``needs={"spec"}``): it builds no model."""
+        return "spec" in self.needs
 
 
 REGISTRY: dict[str, dict[str, Proxy]] = {s: {} for s in SPACES}
@@ -89,12 +115,16 @@ def register(
     unknown = set(needs) - NEEDS
     if unknown:
         raise InvalidArgumentError(f"needs = {sorted(unknown)} not allowed; allowed values: {sorted(NEEDS)}")
+    if "spec" in set(needs) and set(needs) != {"spec"}:
+        raise InvalidArgumentError(f"needs = {sorted(needs)} not allowed: 'spec' (a score of the spec alone) cannot be "
+                                   "combined with model needs; declare needs={'spec'} or model needs only")
 
     def deco(fn: Callable[[Any], ProxyValue]) -> Callable[[Any], ProxyValue]:
         if name in REGISTRY[space]:
             raise InvalidArgumentError(f"proxy {name!r} is already registered for space {space!r}")
         REGISTRY[space][name] = Proxy(
-            name, space, fn, frozenset(needs) | {"forward"}, higher_is_better, version, paper,
+            name, space, fn, frozenset(needs) if "spec" in set(needs) else frozenset(needs) | {"forward"},
+            higher_is_better, version, paper,
             (fn.__doc__ or "").strip().split("\n")[0], tuple(group),
         )
         return fn

@@ -20,10 +20,8 @@ from ..checks import check_int, check_names
 from ..errors import InvalidArgumentError
 from ..executors import check_executor, run_tasks
 from ..semantics import AS_TRAINED, SemanticsLike, get_semantics
-from . import bert as _bert  # noqa: F401  (registers the FlexiBERT proxies)
-from . import published as _published  # noqa: F401  (registers W-PCA and LTS's non-embedding count)
+from . import builtin as _builtin  # noqa: F401  (registers every built-in proxy and analytic score)
 from . import registry
-from . import rnn as _rnn  # noqa: F401  (registers the NAS-Bench-NLP proxies)
 from .inputs import BatchSpec, make_batch
 from .spaces import PROXY_SPACES, proxy_space
 

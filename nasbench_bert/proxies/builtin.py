@@ -1,0 +1,10 @@
+"""Registers every built-in proxy and analytic score: importing this module is what
+fills :data:`~nasbench_bert.proxies.registry.REGISTRY`.
+
+One list, so a new definition module is added in one place and the sweep, the CLI and
+the scorer all see it. The model-based modules import torch.
+"""
+
+from __future__ import annotations
+
+from . import bert, published, rnn  # noqa: F401  (each module registers its proxies on import)
