@@ -465,7 +465,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     pe = psub.add_parser("export", help="proxies and results in NAS-Bench-Suite-Zero's zc_<space>.json layout")
     pe.add_argument("--format", default="naszero", choices=["naszero"], help="file layout (NAS-Bench-Suite-Zero)")
     pe.add_argument("--out", required=True, help="folder for zc_flexibert.json and zc_nasbench_nlp.json")
-    pe.add_argument("--live", default=None, help="a FlexiBERT table from 'proxies compute', added as <proxy>@<semantics>")
+    pe.add_argument("--live", default=None, help="a FlexiBERT table from 'proxies compute', added as <proxy>@<semantics>:live "
+                    "(the release's values are <proxy>@authors:release)")
     pe.add_argument("--live-nlp", default=None, help="a NAS-Bench-NLP table from 'proxies compute --space nlp'")
     pe.add_argument("--spaces", default="flexibert,nlp", help="which files: flexibert, nlp or both (comma-separated)")
     pe.add_argument("--tasks", default=",".join(("glue", *GLUE_TASKS)),
