@@ -9,6 +9,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -17,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .benchmark import Benchmark
+from .checks import check_int
 from .errors import InvalidArgumentError, NasBenchError
 from .search.algorithms import ALGORITHMS
 from .search.oracle import ORACLES
@@ -162,6 +164,8 @@ def cmd_build_data(args: argparse.Namespace) -> None:
 
 def _writable(folder: Path, option: str) -> None:
     """A clear error, before any work, when ``folder`` cannot be written."""
+    if folder.exists() and not folder.is_dir():
+        raise InvalidArgumentError(f"{option} = {str(folder)!r} is a file; allowed: a folder (created if missing)")
     probe = folder
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
@@ -202,6 +206,12 @@ def _check_out(out: Path, option: str = "--out", suffixes: tuple[str, ...] = (".
     if out.is_dir():
         raise InvalidArgumentError(f"{option} = {str(out)!r} is a folder; give a file name ending in {' or '.join(suffixes)}")
     _writable(out.parent, option)
+    if out.parent.is_dir():  # permissions can say yes where the file system says no (/proc, read-only mounts)
+        try:
+            tempfile.NamedTemporaryFile(dir=out.parent, prefix=".nasbench-bert-probe-").close()
+        except OSError as e:
+            raise InvalidArgumentError(f"{option} = {str(out)!r} cannot be written there ({e.strerror}); choose a file in "
+                                       "a folder you can write to") from None
     return out
 
 
@@ -230,10 +240,19 @@ def _read_frame(path: str, option: str) -> "Any":
         raise InvalidArgumentError(f"{option} = {path!r} is not a readable .csv or .parquet table ({type(e).__name__}: {e})") from None
 
 
+def _check_sample(n: int | None) -> None:
+    """``--sample N``: at least one arch (an empty sweep is a mistake, not a result)."""
+    if n is not None:
+        from .spaces.flexibert import FLEXIBERT_SPACE
+
+        check_int("--sample", n, low=1, high=FLEXIBERT_SPACE.size)
+
+
 def cmd_proxies_compute(args: argparse.Namespace) -> None:
     from . import proxies
 
     _check_out(Path(args.out))  # before a long computation, not after it
+    _check_sample(args.sample)
     if args.cache is not None:
         _writable(Path(args.cache), "--cache")
     bench = _bench(args)
@@ -268,6 +287,7 @@ def cmd_hardware(args: argparse.Namespace) -> None:
     from . import hardware
 
     _check_out(Path(args.out))  # before a long measurement, not after it
+    _check_sample(args.sample)
     if args.cache is not None:
         _writable(Path(args.cache), "--cache")
     bench = _bench(args)
@@ -345,7 +365,7 @@ def cmd_search(args: argparse.Namespace) -> None:
         _check_out(Path(args.plot), "--plot", (".png", ".pdf", ".svg"))
     bench = _bench(args)
     if args.scmd == "run":
-        kw = {"proxy": args.proxy} if args.algorithm == "etas" and args.proxy else {}
+        kw = {"proxy": args.proxy} if args.proxy else {}  # refused by search.run for algorithms without a proxy
         t = search.run(args.algorithm, bench, budget=args.budget, seed=args.seed, oracle=args.oracle, **kw)
         df = t.to_pandas()
         if args.out:
@@ -509,7 +529,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         args.fn(args)
-    except (NasBenchError, ValueError, OSError) as e:
+    except KeyboardInterrupt:  # one line and the shell's convention, not a traceback
+        err_console.print("interrupted", highlight=False)
+        return 130
+    except BrokenPipeError:  # the reader went away (`| head`): nothing is wrong; keep the exit flush quiet too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except OSError as e:
+        if os.environ.get("NASBENCH_BERT_TRACEBACK"):
+            raise
+        where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+        err_console.print(f"[red]error:[/red] {escape((e.strerror or str(e)) + where)}", highlight=False)
+        return 2
+    except (NasBenchError, ValueError) as e:
         if os.environ.get("NASBENCH_BERT_TRACEBACK"):  # for bug reports and the fuzz suite
             raise
         err_console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)

@@ -22,10 +22,11 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau, spearmanr
 
-from .checks import check_choice, check_int, check_names, check_real, check_seed
+from .checks import check_bench, check_choice, check_int, check_names, check_real, check_seed
 from .data.tables import FLEXIBERT_PROXY_COLUMNS, GLUE_TASKS, NLP_PROXY_COLUMNS
 from .errors import InvalidArgumentError
 from .proxies import registry  # torch-free: the declarations, not the proxies
+from .vocabulary import BenchmarkLike
 
 #: targets and whether higher is better
 TARGETS: dict[str, bool] = {"glue": True, **{t: True for t in GLUE_TASKS}, "test_loss": False, "wikitext2_loss": False}
@@ -94,7 +95,7 @@ def score(
     bootstrap: int = 200,
     top: float = 0.1,
     seed: int = 0,
-    bench: Any = None,
+    bench: BenchmarkLike | None = None,
 ) -> pd.DataFrame:
     """Score proxy columns of ``values`` against ``target``.
 
@@ -188,15 +189,17 @@ def _numeric(df: pd.DataFrame, column: str, role: str) -> np.ndarray:
         raise InvalidArgumentError(f"{role} = {column!r}: the column holds non-numbers (dtype {df[column].dtype})") from None
 
 
-def _bench(bench: Any) -> Any:
+def _bench(bench: BenchmarkLike | None) -> BenchmarkLike:
+    """``bench``, checked; without one the benchmark is loaded (``Benchmark.load``: the
+    documented data resolution), which every public function here says it does."""
     if bench is None:
         from .benchmark import Benchmark
 
-        bench = Benchmark.load(progress=False)
-    return bench
+        return Benchmark.load(progress=False)
+    return check_bench(bench)
 
 
-def _flexibert_lookup(df: pd.DataFrame, target: str, bench: Any) -> np.ndarray:
+def _flexibert_lookup(df: pd.DataFrame, target: str, bench: BenchmarkLike) -> np.ndarray:
     flex = _bench(bench).to_pandas()
     if "id" in df:
         m = dict(zip(flex.id, flex[target]))
@@ -207,7 +210,7 @@ def _flexibert_lookup(df: pd.DataFrame, target: str, bench: Any) -> np.ndarray:
     raise InvalidArgumentError(f"target = {target!r} needs an 'id' or 'arch' column in values")
 
 
-def _nlp_lookup(df: pd.DataFrame, target: str, bench: Any) -> np.ndarray:
+def _nlp_lookup(df: pd.DataFrame, target: str, bench: BenchmarkLike) -> np.ndarray:
     nlp = _bench(bench).nlp
     table = nlp.wikitext2 if target == "wikitext2_loss" else nlp.ptb
     col = {"wikitext2_loss": "final_test_loss"}.get(target, target)  # NaN for the 4 diverged runs
@@ -220,7 +223,7 @@ def _nlp_lookup(df: pd.DataFrame, target: str, bench: Any) -> np.ndarray:
     raise InvalidArgumentError(f"target = {target!r} needs a 'log_name' or 'recipe_id' column in values")
 
 
-def _flexibert_stored(bench: Any) -> pd.DataFrame:
+def _flexibert_stored(bench: BenchmarkLike) -> pd.DataFrame:
     bench = _bench(bench)
     p = bench.data.table("flexibert_proxies").to_pandas()
     if "activation_distance_hook_multiplicity" in p:  # the per-pass value (docs/errata.md)
@@ -265,19 +268,19 @@ def scoring_space(space: Any) -> ScoringSpace:
     return SCORING_SPACES[check_choice("space", space, tuple(SCORING_SPACES))]
 
 
-def _lookup(df: pd.DataFrame, target: str, bench: Any, space: str = "flexibert") -> np.ndarray:
+def _lookup(df: pd.DataFrame, target: str, bench: BenchmarkLike, space: str = "flexibert") -> np.ndarray:
     sp = SCORING_SPACES["nlp"] if target in ("test_loss", "wikitext2_loss") or (
         target == "num_params" and ("log_name" in df or "recipe_id" in df)) else scoring_space(space)
     return sp.lookup(df, target, bench)
 
 
-def stored_values(space: str, bench: Any = None) -> tuple[pd.DataFrame, str]:
+def stored_values(space: str, bench: BenchmarkLike | None = None) -> tuple[pd.DataFrame, str]:
     """The release's stored proxy values with their identifying columns, and the target."""
     sp = scoring_space(space)
     return sp.stored(bench), sp.stored_target
 
 
-def score_stored(space: str = "flexibert", *, bench: Any = None, bootstrap: int = 200, seed: int = 0) -> pd.DataFrame:
+def score_stored(space: str = "flexibert", *, bench: BenchmarkLike | None = None, bootstrap: int = 200, seed: int = 0) -> pd.DataFrame:
     """Score every stored proxy of the release against its benchmark's target
     (FlexiBERT: GLUE over the 500 ids, controlling for the as-trained size;
     NAS-Bench-NLP: -PTB test loss over its runs)."""
@@ -299,7 +302,7 @@ def to_markdown(scores: pd.DataFrame, digits: int = 3) -> str:
 
 
 def scatter(values: pd.DataFrame, proxy: str, target: str | pd.Series, path: str | Path, *, space: str = "flexibert",
-            bench: Any = None, logx: bool | None = None) -> Path:
+            bench: BenchmarkLike | None = None, logx: bool | None = None) -> Path:
     """Scatter plot of a proxy against a target with tau and rho in the title (PNG)."""
     import matplotlib
 
@@ -328,7 +331,7 @@ def scatter(values: pd.DataFrame, proxy: str, target: str | pd.Series, path: str
     return path
 
 
-def paper_figures(out: str | Path, bench: Any = None) -> list[Path]:
+def paper_figures(out: str | Path, bench: BenchmarkLike | None = None) -> list[Path]:
     """The paper's Figures 1-3 from the stored tables: hidden covariance (layer 1) vs PTB
     test loss, and number of parameters and head confidence (raw, normalised) vs GLUE."""
     out = Path(out)

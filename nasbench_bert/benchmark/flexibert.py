@@ -28,6 +28,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..data.tables import GLUE_TASKS, RELEASE_TASK_NAMES, DataDir
+from ..checks import check_seed
 from ..checks import is_int as _is_int
 from ..errors import DataNotFoundError, InvalidArgumentError, NotEvaluatedError
 from ..semantics import SemanticsLike, get_semantics
@@ -409,9 +410,7 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
         """``n`` distinct evaluated archs, uniformly (reproducible from ``seed``)."""
         if not _is_int(n) or not 0 <= n <= len(self):
             raise InvalidArgumentError(f"n = {n!r} must be an integer in [0, {len(self)}]")
-        if seed is not None and (not _is_int(seed) or seed < 0):
-            raise InvalidArgumentError(f"seed = {seed!r} is not allowed; allowed: a non-negative integer or None")
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(check_seed("seed", seed))
         return [self._archs[i] for i in rng.choice(len(self), size=n, replace=False)]
 
     def filter(

@@ -44,7 +44,9 @@ import pandas as pd
 
 from ..atomic import atomic_path
 from ..data.tables import FLEXIBERT_PROXY_COLUMNS, GLUE_TASKS, NLP_PROXY_COLUMNS
+from ..checks import check_bench, check_names
 from ..errors import InvalidArgumentError
+from ..vocabulary import BenchmarkLike
 
 FILES = {"flexibert": "zc_flexibert.json", "nlp": "zc_nasbench_nlp.json"}
 STORED_SEMANTICS = "authors"
@@ -138,7 +140,7 @@ def _live_entries(name: str, frame: pd.DataFrame, key_of: Any) -> dict[str, dict
     return out
 
 
-def _flexibert(bench: Any, live: pd.DataFrame | None, tasks: Iterable[str]) -> dict[str, Any]:
+def _flexibert(bench: BenchmarkLike, live: pd.DataFrame | None, tasks: Iterable[str]) -> dict[str, Any]:
     flex = bench.to_pandas()
     stored = bench.data.table("flexibert_proxies").to_pandas().set_index("id")
     names = list(FLEXIBERT_PROXY_COLUMNS.values())
@@ -164,7 +166,7 @@ def _flexibert(bench: Any, live: pd.DataFrame | None, tasks: Iterable[str]) -> d
     return data
 
 
-def _nlp(bench: Any, live: pd.DataFrame | None) -> dict[str, Any]:
+def _nlp(bench: BenchmarkLike, live: pd.DataFrame | None) -> dict[str, Any]:
     ptb = bench.nlp.ptb
     names = list(NLP_PROXY_COLUMNS.values())
     by_hash: dict[str, list[str]] = {}
@@ -202,7 +204,7 @@ def _nlp(bench: Any, live: pd.DataFrame | None) -> dict[str, Any]:
     return data
 
 
-def export_naszero(bench: Any, out_dir: str | os.PathLike[str], *, live: pd.DataFrame | None = None,
+def export_naszero(bench: BenchmarkLike, out_dir: str | os.PathLike[str], *, live: pd.DataFrame | None = None,
                    live_nlp: pd.DataFrame | None = None, spaces: Iterable[str] = ("flexibert", "nlp"),
                    tasks: Iterable[str] = ("glue", *GLUE_TASKS)) -> list[Path]:
     """Write ``zc_flexibert.json`` and/or ``zc_nasbench_nlp.json`` into ``out_dir``
@@ -213,13 +215,14 @@ def export_naszero(bench: Any, out_dir: str | os.PathLike[str], *, live: pd.Data
     under ``<proxy>@<semantics>:live``. ``spaces``: which files. ``tasks``: the
     FlexiBERT tasks. Nothing is written when any argument is refused.
     """
+    bench = check_bench(bench)
     if not isinstance(out_dir, (str, os.PathLike)):
         raise InvalidArgumentError(f"out_dir = {out_dir!r} is not allowed; allowed: a folder (str or path)")
-    spaces = [spaces] if isinstance(spaces, str) else list(spaces)
+    spaces = check_names("spaces", spaces)
     bad = [s for s in spaces if s not in FILES]
     if bad or not spaces:
         raise InvalidArgumentError(f"spaces = {spaces!r} is not allowed; allowed values: {list(FILES)} (one or both)")
-    tasks = [tasks] if isinstance(tasks, str) else list(tasks)
+    tasks = check_names("tasks", tasks)
     allowed_tasks = ("glue", *GLUE_TASKS)
     bad = [t for t in tasks if t not in allowed_tasks]
     if bad or not tasks:

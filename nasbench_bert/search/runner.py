@@ -16,10 +16,12 @@ import numpy as np
 import pandas as pd
 
 from ..benchmark.budget import Budget
+from ..checks import check_bench, check_choice, check_seed
 from ..errors import InvalidArgumentError
 from ..spaces.flexibert import Arch
 from .algorithms import ALGORITHMS, parameters
 from .oracle import ORACLES, Oracle, make_oracle
+from ..vocabulary import BenchmarkLike
 
 
 @dataclass
@@ -60,7 +62,7 @@ def _positive_int(name: str, v: Any) -> None:
         raise InvalidArgumentError(f"{name} = {v!r} is not allowed; allowed: a positive integer")
 
 
-def run(algorithm: str, bench: Any, *, budget: int | None = 100, time_budget: float | None = None, seed: int = 0,
+def run(algorithm: str, bench: BenchmarkLike, *, budget: int | None = 100, time_budget: float | None = None, seed: int = 0,
         oracle: "str | Oracle | None" = None, mode: str | None = None, **params: Any) -> Trajectory:
     """Run ``algorithm`` (a name in :data:`~.algorithms.ALGORITHMS`) on ``bench``;
     reproducible from ``seed``.
@@ -73,6 +75,7 @@ def run(algorithm: str, bench: Any, *, budget: int | None = 100, time_budget: fl
     """
     if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise InvalidArgumentError(f"algorithm = {algorithm!r} is not allowed; allowed values: {list(ALGORITHMS)}")
+    bench = check_bench(bench)
     if oracle is not None and mode is not None:
         raise InvalidArgumentError("give oracle= or its old name mode=, not both")
     kind = oracle if oracle is not None else (mode if mode is not None else "tabular")
@@ -86,8 +89,7 @@ def run(algorithm: str, bench: Any, *, budget: int | None = 100, time_budget: fl
     if time_budget is not None and (not isinstance(time_budget, (int, float)) or isinstance(time_budget, bool)
                                     or not math.isfinite(time_budget) or time_budget <= 0):
         raise InvalidArgumentError(f"time_budget = {time_budget!r} is not allowed; allowed: positive simulated seconds")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise InvalidArgumentError(f"seed = {seed!r} is not allowed; allowed: a non-negative integer")
+    seed = int(check_seed("seed", seed, none=False))  # type: ignore[arg-type]
     known = parameters(algorithm)
     unknown = sorted(set(params) - set(known))
     if unknown:
@@ -98,7 +100,7 @@ def run(algorithm: str, bench: Any, *, budget: int | None = 100, time_budget: fl
     return Trajectory(algorithm, seed, orc.name, orc.evaluations, orc.proxy_seconds)
 
 
-def compare(bench: Any, algorithms: list[str] | None = None, seeds: int = 20, budget: int = 100,
+def compare(bench: BenchmarkLike, algorithms: list[str] | None = None, seeds: int = 20, budget: int = 100,
             oracle: str | None = None, mode: str | None = None, axis: str = "evaluations", points: int = 100,
             **params: Any) -> pd.DataFrame:
     """Several algorithms x seeds -> anytime curves of the best GLUE found.
@@ -110,8 +112,8 @@ def compare(bench: Any, algorithms: list[str] | None = None, seeds: int = 20, bu
     Columns: ``mean``, ``std``, ``q25``, ``q75`` over seeds, and ``n`` (runs counted).
     ``params`` maps an algorithm name to its keyword arguments.
     """
-    if axis not in ("evaluations", "seconds"):
-        raise InvalidArgumentError(f"axis = {axis!r} is not allowed; allowed values: ['evaluations', 'seconds']")
+    bench = check_bench(bench)
+    check_choice("axis", axis, ("evaluations", "seconds"))
     _positive_int("seeds", seeds)
     _positive_int("points", points)
     algs = algorithms or ["random", "regularized_evolution", "local_search"]

@@ -30,8 +30,9 @@ import pandas as pd
 from ..errors import InvalidArgumentError
 from .features import twin_keys
 from .fidelity import curve_table
+from ..vocabulary import BenchmarkLike
 
-def repeat_pairs(bench: Any) -> pd.DataFrame:
+def repeat_pairs(bench: BenchmarkLike) -> pd.DataFrame:
     """Every pair of runs of one arch in the release: the exact repeats, and the
     recoverable 100,000-step curve checkpoints paired with the benchmark run."""
     df = bench.to_pandas().set_index("id")
@@ -51,7 +52,7 @@ def repeat_pairs(bench: Any) -> pd.DataFrame:
     return out
 
 
-def twin_residuals(bench: Any) -> pd.DataFrame:
+def twin_residuals(bench: BenchmarkLike) -> pd.DataFrame:
     """Each run of an as-trained twin class with >= 2 runs: its deviation from the class
     mean, scaled by sqrt(k / (k - 1)) so that it has the run-to-run variance (k runs)."""
     df = bench.to_pandas()
@@ -85,7 +86,7 @@ def _boot(values: np.ndarray, stat: Callable[[np.ndarray], float], n: int, seed:
     return float(np.percentile(b, 2.5)), float(np.percentile(b, 97.5))
 
 
-def twin_pairs(bench: Any) -> pd.DataFrame:
+def twin_pairs(bench: BenchmarkLike) -> pd.DataFrame:
     """Every pair of runs within an as-trained twin class: depth and the difference."""
     r = twin_residuals(bench)
     rows = []
@@ -110,7 +111,7 @@ class RunNoise:
     ``sample(depth, rng)`` draws one run's deviation from its arch's expected GLUE.
     """
 
-    def __init__(self, bench: Any, tail: float = 4.0):
+    def __init__(self, bench: BenchmarkLike, tail: float = 4.0):
         p = twin_pairs(bench)
         self.core, self.p_collapse, self.sizes, self.sd = {}, {}, {}, {}
         for d, g in p.groupby("num_layers"):
@@ -140,7 +141,7 @@ class RunNoise:
         return out
 
 
-def tau_ceiling(bench: Any, noise: Callable[[np.ndarray, np.random.Generator], np.ndarray] | None = None,
+def tau_ceiling(bench: BenchmarkLike, noise: Callable[[np.ndarray, np.random.Generator], np.ndarray] | None = None,
                 sigma: float | None = None, reps: int = 200, folds: int = 5, seed: int = 0) -> tuple[float, float, float]:
     """Expected Kendall tau (mean over by-arch folds, as :func:`cross_validate` scores)
     between the per-arch expected GLUE and one noisy run of it: the best any predictor
@@ -183,7 +184,7 @@ def tau_ceiling(bench: Any, noise: Callable[[np.ndarray, np.random.Generator], n
     return float(t.mean()), float(np.percentile(t, 2.5)), float(np.percentile(t, 97.5))
 
 
-def noise_floor(bench: Any, bootstrap: int = 2000, reps: int = 200, seed: int = 0) -> dict[str, Any]:
+def noise_floor(bench: BenchmarkLike, bootstrap: int = 2000, reps: int = 200, seed: int = 0) -> dict[str, Any]:
     """Run-to-run noise from every kind of re-run, with 95 % intervals, and the implied
     ceilings on Kendall tau (see the module doc). Plain floats, ready for JSON."""
     pairs = repeat_pairs(bench)
