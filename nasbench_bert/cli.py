@@ -366,14 +366,16 @@ def cmd_search(args: argparse.Namespace) -> None:
     bench = _bench(args)
     if args.scmd == "run":
         kw = {"proxy": args.proxy} if args.proxy else {}  # refused by search.run for algorithms without a proxy
-        t = search.run(args.algorithm, bench, budget=args.budget, seed=args.seed, oracle=args.oracle, **kw)
+        t = search.run(args.algorithm, bench, budget=args.budget, seed=args.seed, oracle=args.oracle,
+                       progress=not args.quiet, **kw)
         df = t.to_pandas()
         if args.out:
             _write_frame(df, Path(args.out))
         console.print(f"{args.algorithm} ({args.oracle}), seed {args.seed}: {len(t)} evaluations, "
                       f"{df.seconds.iloc[-1] / 3600:.1f} simulated hours, best GLUE {t.best_glue:.3f}: {t.best_arch}")
     elif args.scmd == "compare":
-        curves = search.compare(bench, args.algorithms.split(","), seeds=args.seeds, budget=args.budget, oracle=args.oracle, axis=args.axis)
+        curves = search.compare(bench, args.algorithms.split(","), seeds=args.seeds, budget=args.budget, oracle=args.oracle,
+                                axis=args.axis, progress=not args.quiet)
         end = curves.groupby("algorithm", sort=False).tail(1)
         t = Table(title=f"best GLUE at the end ({args.budget} evaluations), {args.seeds} seeds ({args.oracle})")
         for c in ("algorithm", "mean", "std", "q25", "q75"):
@@ -389,8 +391,8 @@ def cmd_search(args: argparse.Namespace) -> None:
     else:
         from .surrogate import cross_validate
 
-        with console.status("cross-validating the surrogate: 5 folds x 3 families (about a minute on 2 cores)"):
-            cv = cross_validate(bench)
+        err_console.print("cross-validating the surrogate: 5 folds x 3 families (about a minute on 2 cores)", highlight=False)
+        cv = cross_validate(bench)
         console.print(cv.to_string(index=False))
 
 
@@ -416,7 +418,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .data.tables import GLUE_TASKS, TABLES
 
     ap = argparse.ArgumentParser(prog="nasbench-bert", description="Query the FlexiBERT and NAS-Bench-NLP benchmarks")
-    ap.add_argument("--data", default=None, help="data directory (default: see README, 'Where the data comes from')")
+    ap.add_argument("--data", default=None, help="data directory (default: the documented order, docs/data.md 'Where Benchmark.load() finds them')")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("info", help="tables, coverage and a summary of both benchmarks").set_defaults(fn=cmd_info)

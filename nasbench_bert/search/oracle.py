@@ -41,6 +41,7 @@ from ..spaces.flexibert import (
     field_codes,
     field_distances,
 )
+from ..progress import Progress
 from ..vocabulary import ORACLE_KINDS, BenchmarkLike
 
 ORACLES: tuple[str, ...] = ORACLE_KINDS
@@ -61,6 +62,8 @@ class Oracle(ABC):
         self.evaluations: list[dict[str, Any]] = []
         #: wall seconds spent computing live proxies for this oracle's user (ETAS)
         self.proxy_seconds = 0.0
+        #: where evaluations are reported as they happen (set by ``search.run(progress=True)``)
+        self.progress: Progress | None = None
 
     # -- what an implementation supplies --------------------------------------------------
     @abstractmethod
@@ -126,6 +129,8 @@ class Oracle(ABC):
         if steps is not None:
             rec["steps"] = steps
         self.evaluations.append(rec)
+        if self.progress is not None:
+            self.progress.advance()
         return g
 
 

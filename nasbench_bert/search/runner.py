@@ -16,11 +16,12 @@ import numpy as np
 import pandas as pd
 
 from ..benchmark.budget import Budget
-from ..checks import check_bench, check_choice, check_seed
+from ..checks import check_bench, check_bool, check_choice, check_seed
 from ..errors import InvalidArgumentError
 from ..spaces.flexibert import Arch
 from .algorithms import ALGORITHMS, parameters
 from .oracle import ORACLES, Oracle, make_oracle
+from ..progress import Progress
 from ..vocabulary import BenchmarkLike
 
 
@@ -63,7 +64,7 @@ def _positive_int(name: str, v: Any) -> None:
 
 
 def run(algorithm: str, bench: BenchmarkLike, *, budget: int | None = 100, time_budget: float | None = None, seed: int = 0,
-        oracle: "str | Oracle | None" = None, mode: str | None = None, **params: Any) -> Trajectory:
+        oracle: "str | Oracle | None" = None, mode: str | None = None, progress: bool = False, **params: Any) -> Trajectory:
     """Run ``algorithm`` (a name in :data:`~.algorithms.ALGORITHMS`) on ``bench``;
     reproducible from ``seed``.
 
@@ -71,7 +72,8 @@ def run(algorithm: str, bench: BenchmarkLike, *, budget: int | None = 100, time_
     :class:`~.oracle.Oracle` (``mode=`` is the 0.1 name of this argument). ``params`` go
     to the algorithm (e.g. ``population_size``, ``sample_size`` for regularised
     evolution; ``proxy``, ``n0``, ``candidates``, ``top``, ``mutation_prob`` for ETAS);
-    an unknown one is an error, never silently ignored.
+    an unknown one is an error, never silently ignored. ``progress``: report evaluations
+    (and ETAS's proxy sweeps) as they happen, on stderr (:mod:`nasbench_bert.progress`).
     """
     if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise InvalidArgumentError(f"algorithm = {algorithm!r} is not allowed; allowed values: {list(ALGORITHMS)}")
@@ -96,13 +98,18 @@ def run(algorithm: str, bench: BenchmarkLike, *, budget: int | None = 100, time_
         raise InvalidArgumentError(f"parameter(s) {unknown} not allowed for algorithm {algorithm!r}; allowed: {known}")
     orc = make_oracle(kind, bench, Budget(limit=time_budget, max_queries=budget))
     orc.evaluations, orc.proxy_seconds = [], 0.0
-    ALGORITHMS[algorithm](orc, np.random.default_rng(seed), **params)
+    with Progress(f"{algorithm} ({orc.name}): evaluations", budget or 0, enabled=check_bool("progress", progress)) as bar:
+        orc.progress = bar if progress else None
+        try:
+            ALGORITHMS[algorithm](orc, np.random.default_rng(seed), **params)
+        finally:
+            orc.progress = None
     return Trajectory(algorithm, seed, orc.name, orc.evaluations, orc.proxy_seconds)
 
 
 def compare(bench: BenchmarkLike, algorithms: list[str] | None = None, seeds: int = 20, budget: int = 100,
             oracle: str | None = None, mode: str | None = None, axis: str = "evaluations", points: int = 100,
-            **params: Any) -> pd.DataFrame:
+            progress: bool = False, **params: Any) -> pd.DataFrame:
     """Several algorithms x seeds -> anytime curves of the best GLUE found.
 
     ``axis="evaluations"``: one row per (algorithm, evaluation 1..budget).
@@ -110,7 +117,8 @@ def compare(bench: BenchmarkLike, algorithms: list[str] | None = None, seeds: in
     ``points`` times up to the longest run (a run that has not evaluated anything yet
     counts as NaN and is left out of that point's statistics).
     Columns: ``mean``, ``std``, ``q25``, ``q75`` over seeds, and ``n`` (runs counted).
-    ``params`` maps an algorithm name to its keyword arguments.
+    ``params`` maps an algorithm name to its keyword arguments. ``progress``: report
+    finished runs as they happen, on stderr.
     """
     bench = check_bench(bench)
     check_choice("axis", axis, ("evaluations", "seconds"))
@@ -120,8 +128,13 @@ def compare(bench: BenchmarkLike, algorithms: list[str] | None = None, seeds: in
     stray = sorted(set(params) - set(algs))
     if stray:
         raise InvalidArgumentError(f"{stray} are not among algorithms = {algs}; pass per-algorithm settings as <algorithm>={{...}}")
-    runs = {alg: [run(alg, bench, budget=budget, seed=s, oracle=oracle, mode=mode, **(params.get(alg, {})))
-                  for s in range(seeds)] for alg in algs}
+    with Progress("search compare: runs", len(algs) * seeds, enabled=check_bool("progress", progress)) as bar:
+        runs: dict[str, list[Trajectory]] = {}
+        for alg in algs:
+            runs[alg] = []
+            for s in range(seeds):
+                runs[alg].append(run(alg, bench, budget=budget, seed=s, oracle=oracle, mode=mode, **(params.get(alg, {}))))
+                bar.advance()
     if axis == "evaluations":
         grid = np.arange(1, budget + 1)
         x_of = lambda t: np.array([e["evaluation"] for e in t.evaluations])  # noqa: E731
