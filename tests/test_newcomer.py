@@ -189,3 +189,23 @@ def test_one_seed_check_everywhere(bench):
             with pytest.raises(InvalidArgumentError, match="seed"):
                 call(bad)
     search.run("random", bench, budget=2, seed=np.int64(MAX_SEED))
+
+
+# -- item 10: a batch lookup is one take from the table -----------------------------------------------
+def test_query_many_fast_paths_equal_the_general_path(bench):
+    from nasbench_bert.spaces.flexibert import FLEXIBERT_SPACE
+
+    rng = np.random.default_rng(0)
+    archs = bench.archs
+    outside = next(a for a in FLEXIBERT_SPACE.sample(50, seed=3) if a not in bench)
+    for keys in (archs, [str(a) for a in archs], list(range(500)), [archs[i].to_release() for i in range(0, 500, 7)],
+                 [archs[5], str(archs[9]), 17, np.int64(3), archs[40].to_release()] * 3):
+        order = rng.permutation(len(keys))
+        keys = [keys[i] for i in order]
+        want = [bench._rows(k, "flexibert")[0] for k in keys]
+        got = bench.query_many(keys, charge=False)
+        pd.testing.assert_frame_equal(got, bench.to_pandas().iloc[want].reset_index(drop=True))
+    got = bench.query_many([archs[1], outside, str(archs[2])], missing="drop", charge=False)
+    assert list(got.id) == [bench.query(archs[1], charge=False).id, bench.query(archs[2], charge=False).id]
+    with pytest.raises(Exception, match="not one of the"):
+        bench.query_many([archs[1], outside], charge=False)

@@ -314,8 +314,36 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
         return runs + list(self._regenerated.get(runs[0].arch, []))
 
     def query_many(self, archs: Any, *, missing: Literal["raise", "drop"] = "raise", charge: bool = True) -> pd.DataFrame:
-        """Rows of the table for many keys at once, in the given order."""
+        """Rows of the table for many keys at once, in the given order: one take from the
+        table, no result objects. ``missing="drop"`` leaves out keys never evaluated."""
         return self._lookup_many(archs, TABLE, missing=missing, charge=charge, cost_column="time_to_train")
+
+    def _first_rows(self, keys: list[Any], table: str, *, drop: bool) -> np.ndarray:
+        # ids, Arch objects and canonical strings resolve by one dict lookup each (an
+        # Arch caches its hash); any other key, or a miss, takes the general path
+        by_arch, by_string, ids = self._by_arch, self._by_string, self._ids
+        n = len(ids)
+        for kind, index in ((Arch, by_arch), (str, by_string)):  # the common case: one key type, all evaluated
+            if keys and all(type(k) is kind for k in keys):
+                rows = list(map(index.get, keys))
+                if None not in rows:
+                    return np.asarray(rows, dtype=np.int64)
+        out = np.empty(len(keys), dtype=np.int64)
+        keep = np.ones(len(keys), dtype=bool)
+        for j, k in enumerate(keys):
+            t = type(k)
+            r = by_arch.get(k) if t is Arch else by_string.get(k) if t is str else (
+                k if t is int and 0 <= k < n and ids[k] == k else None)
+            if r is None:
+                try:
+                    r = self._rows(k, table)[0]
+                except NotEvaluatedError:
+                    if not drop:
+                        raise
+                    keep[j] = False
+                    continue
+            out[j] = r
+        return out if keep.all() else out[keep]
 
     def attach_results(self, path: str | os.PathLike[str], *, strict: bool = False) -> int:
         """Load regenerated entries from ``path/entries/*.json``; returns how many.
