@@ -49,7 +49,7 @@ def _configs(st, df: pd.DataFrame) -> list[Arch]:
 
 
 # -- syne-tune -------------------------------------------------------------------------------------
-def test_flat_encoding(st):
+def test_flat_encoding(st, bench):
     for a in FLEXIBERT_SPACE.sample(300, seed=0):
         cfg = st.arch_to_config(a)
         assert set(cfg) == set(st.FLAT_KEYS) and st.config_to_arch(cfg) == a
@@ -59,8 +59,10 @@ def test_flat_encoding(st):
     bad = {**st.arch_to_config(arch_at(0)), "layer1_operation": "SA-XYZ"}
     with pytest.raises(InvalidArgumentError, match="layer1_operation"):
         st.config_to_arch(bad)
+    with pytest.raises(InvalidArgumentError, match="bench"):
+        st.to_syne_tune(None)
     with pytest.raises(InvalidArgumentError, match="oracle"):
-        st.to_syne_tune(None, oracle="exact")
+        st.to_syne_tune(bench, oracle="exact")
 
 
 @pytest.mark.hardware_table  # runs in both forms: without a measurement, and again after CI measures one

@@ -152,8 +152,8 @@ def test_cli_edges(data_dir, tmp_path):
 
 def test_cli_ctrl_c_is_one_line_and_130(data_dir, tmp_path):
     env = {**os.environ, "NASBENCH_BERT_DATA": str(data_dir)}
-    p = subprocess.Popen([sys.executable, "-m", "nasbench_bert.cli", "search", "compare", "--seeds", "200", "--budget",
-                          "100"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    p = subprocess.Popen([sys.executable, "-m", "nasbench_bert.cli", "search", "compare", "--seeds", "3000", "--budget",
+                          "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     time.sleep(6)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
