@@ -93,12 +93,15 @@ class RankContext:
     size_name: str = ""
     controls: np.ndarray | None = None
     control_names: tuple[str, ...] = ()
+    #: what the cells are, for tables (FlexiBERT: "(layers, hidden size)")
+    cells_name: str = ""
 
     def take(self, mask: np.ndarray) -> "RankContext":
         """The context restricted to the rows where ``mask`` is true."""
         return RankContext(
             None if self.cells is None else self.cells[mask], None if self.size is None else self.size[mask],
-            self.size_name, None if self.controls is None else self.controls[mask], self.control_names)
+            self.size_name, None if self.controls is None else self.controls[mask], self.control_names,
+            self.cells_name)
 
 
 # -- point metrics (the definitions; rank_metrics computes the same with resamples) ----------
@@ -358,7 +361,7 @@ def rank_metrics(
     a, b = a[ok], b[ok]
     ctx = RankContext(None if ctx.cells is None else _labels(np.asarray(ctx.cells)[ok], int(ok.sum())),
                       None if size is None else size[ok], ctx.size_name, None if ctrl is None else ctrl[ok],
-                      ctx.control_names)
+                      ctx.control_names, ctx.cells_name)
     n = len(a)
     if n < 3:
         return {m: Estimate(math.nan) for m in METRICS}
@@ -475,12 +478,20 @@ def _sparse_pair_metrics(a: np.ndarray, b: np.ndarray, ctx: RankContext, C: np.n
         acc = _PairSums(B)
         s = ctx.size
         order = np.argsort(s, kind="stable")
+        ss = s[order]
+        positive = bool(ss[0] > 0)
         for start in range(0, n, SPARSE_BLOCK):
             rows = order[start:start + SPARSE_BLOCK]
-            d = np.abs(s[rows, None] - s[None, :])
-            keep = (d < pw_rel * np.maximum(np.abs(s[rows, None]), np.abs(s[None, :]))) | (d == 0)
-            cols_ = np.flatnonzero(keep.any(0))
-            _add_sub(acc, C, rows, cols_, a, b, keep[:, cols_].astype(np.float64))
+            if positive:  # partners of sizes in [lo, hi] lie in (lo (1 - rel), hi / (1 - rel)): a slice of the order
+                lo = np.searchsorted(ss, ss[start] * (1 - pw_rel), side="left")
+                hi = np.searchsorted(ss, ss[min(n, start + SPARSE_BLOCK) - 1] / (1 - pw_rel), side="right")
+                cand = order[lo:hi]
+            else:
+                cand = order
+            d = np.abs(s[rows, None] - s[None, cand])
+            keep = (d < pw_rel * np.maximum(np.abs(s[rows, None]), np.abs(s[None, cand]))) | (d == 0)
+            sel = keep.any(0)
+            _add_sub(acc, C, rows, cand[sel], a, b, keep[:, sel].astype(np.float64))
         out["tau_pw10"] = acc.finish(C)[0]
     if ctrl:
         k = len(cols)

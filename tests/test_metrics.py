@@ -169,5 +169,11 @@ def test_sparse_path_equals_the_dense_quadratic_forms(monkeypatch):
     for m in M.METRICS:
         for f in ("value", "ci_low", "ci_high"):
             assert getattr(sparse[m], f) == pytest.approx(getattr(dense[m], f), abs=1e-10), (m, f)
+    signed = M.RankContext(size=rng.normal(size=n))  # sizes of both signs: no sorted window to slice
+    monkeypatch.setattr(M, "SPARSE_N", 2000)
+    want = M.rank_metrics(x, y, signed, bootstrap=5)["tau_pw10"]
+    monkeypatch.setattr(M, "SPARSE_N", 0)
+    got = M.rank_metrics(x, y, signed, bootstrap=5)["tau_pw10"]
+    assert (got.value, got.ci_low, got.ci_high) == pytest.approx((want.value, want.ci_low, want.ci_high), abs=1e-10)
     const = M.rank_metrics(np.ones(n), y, ctx, bootstrap=3)
     assert const["tau_tiebroken"].value == 0.0 and math.isnan(const["kendall_tau"].value)
