@@ -12,6 +12,8 @@ locally), so a caller that caches each one at once can be killed anywhere and re
 
 from __future__ import annotations
 
+import sys
+import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -40,6 +42,15 @@ def run_tasks(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, A
     if progress is None:
         _run(fn, tasks, done, executor, jobs, ray_address, num_cpus)
         return
+    if not sys.stderr.isatty():  # a log file or a pipe: plain lines, no redrawn bar
+        line = PlainProgress(progress, len(tasks))
+
+        def report(i: int, result: Any) -> None:
+            done(i, result)
+            line.advance()
+
+        _run(fn, tasks, report, executor, jobs, ray_address, num_cpus)
+        return
     from rich.progress import Progress
 
     with Progress(transient=False) as bar:
@@ -50,6 +61,29 @@ def run_tasks(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, A
             bar.advance(tid)
 
         _run(fn, tasks, advance, executor, jobs, ray_address, num_cpus)
+
+
+class PlainProgress:
+    """Progress as plain lines on stderr, for logs and pipes where a redrawn bar is noise:
+    one line per tenth of the work, or every :attr:`every` seconds, and one at the end."""
+
+    every = 30.0
+
+    def __init__(self, label: str, total: int, stream: Any = None):
+        self.label, self.total, self.count = label, total, 0
+        self.stream = stream if stream is not None else sys.stderr
+        self.t0 = self.last = time.perf_counter()
+        self.step = max(1, total // 10)
+
+    def advance(self) -> None:
+        self.count += 1
+        now = time.perf_counter()
+        if self.count == self.total or self.count % self.step == 0 or now - self.last >= self.every:
+            self.last = now
+            el = now - self.t0
+            left = el / self.count * (self.total - self.count)
+            print(f"{self.label}: {self.count}/{self.total} ({100 * self.count / max(self.total, 1):.0f} %), "
+                  f"{el:.0f} s elapsed, ~{left:.0f} s left", file=self.stream, flush=True)
 
 
 def _run(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, Any], None], executor: str, jobs: int,

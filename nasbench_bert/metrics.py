@@ -506,7 +506,7 @@ def _sparse_pair_metrics(a: np.ndarray, b: np.ndarray, ctx: RankContext, C: np.n
 
 def _weighted_spearman(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
     idx = np.repeat(np.arange(len(a)), c.astype(int))
-    return spearman_rho(a[idx], b[idx])
+    return spearman_rho(a[idx], b[idx])  # NaN (no warning: spearman_rho checks) for a constant resample
 
 
 def _resampled_topk(a: np.ndarray, b: np.ndarray, c: np.ndarray, top: float) -> float:

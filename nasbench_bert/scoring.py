@@ -40,13 +40,14 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import numpy as np
 import pandas as pd
-from scipy.stats import kendalltau, spearmanr
+from scipy.stats import ConstantInputWarning, kendalltau, spearmanr
 
 from . import metrics
 from .checks import check_choice, check_int, check_names, check_real, check_seed
@@ -111,10 +112,12 @@ def _bootstrap(x: np.ndarray, y: np.ndarray, n: int, seed: int) -> tuple[float, 
         return (math.nan,) * 4
     rng = np.random.default_rng(seed)
     taus, rhos = [], []
-    for _ in range(n):
-        i = rng.integers(0, len(x), len(x))
-        taus.append(kendalltau(x[i], y[i])[0])
-        rhos.append(spearmanr(x[i], y[i])[0])
+    with warnings.catch_warnings():  # a resample with one distinct value gives NaN, left out by nanpercentile
+        warnings.simplefilter("ignore", ConstantInputWarning)
+        for _ in range(n):
+            i = rng.integers(0, len(x), len(x))
+            taus.append(kendalltau(x[i], y[i])[0])
+            rhos.append(spearmanr(x[i], y[i])[0])
     t, r = np.array(taus, dtype=float), np.array(rhos, dtype=float)
     return (float(np.nanpercentile(t, 2.5)), float(np.nanpercentile(t, 97.5)),
             float(np.nanpercentile(r, 2.5)), float(np.nanpercentile(r, 97.5)))
@@ -244,13 +247,14 @@ def _score_one(values: pd.DataFrame, target: str | pd.Series, *, proxies: Iterab
             if z_raw is not None and mz.sum() >= 3 and c != control:
                 row["partial_tau_given_params"] = partial_tau(x[mz], y[mz], z_raw[mz])
                 row["strata_tau_given_params"] = strata_tau(x[mz], y[mz], z_raw[mz])
+                row["size_control"] = control
             row.update(_new_metrics(x[m], y[m], _take(ctx, m), bootstrap, seed, top))
         out.append(row)
     new_cols = [f"{k}{sfx}" for k in NEW_METRICS for sfx in ("", "_ci_low", "_ci_high")]
     cols_order = ["proxy", "target", "n", "kendall_tau", "spearman_rho", "tau_ci_low", "tau_ci_high", "rho_ci_low",
                   "rho_ci_high", "top10_precision", "partial_tau_given_params", "strata_tau_given_params",
                   "higher_is_better", "n_nonfinite", "note", *new_cols, "top10_precision_ci_low",
-                  "top10_precision_ci_high", "pw10_size", "cells", "partial_controls"]
+                  "top10_precision_ci_high", "pw10_size", "cells", "partial_controls", "size_control"]
     res = pd.DataFrame(out)
     return res[[c for c in cols_order if c in res]]
 
@@ -422,7 +426,7 @@ def _nlp_keys(df: pd.DataFrame, bench: Any) -> list[Any]:
 def _nlp_context(df: pd.DataFrame, bench: Any) -> metrics.RankContext:
     size = _nlp_rows(df, bench)[1]
     return metrics.RankContext(cells=size.copy(), size=size, size_name="num_params", controls=size[:, None],
-                               control_names=("num_params",), cells_name="equal parameter count")
+                               control_names=("num_params",), cells_name="(equal parameter count)")
 
 
 def rank_context(values: pd.DataFrame, space: str = "flexibert", bench: Any = None) -> metrics.RankContext:
@@ -539,7 +543,7 @@ _MD_COLUMNS: tuple[tuple[str, tuple[str, str] | None, str], ...] = (
     ("tau_within_cell", ("tau_within_cell_ci_low", "tau_within_cell_ci_high"), "τ-b within cells{cells}"),
     ("partial_tau_arch", ("partial_tau_arch_ci_low", "partial_tau_arch_ci_high"), "partial τ given {controls}"),
     ("top10_precision", ("top10_precision_ci_low", "top10_precision_ci_high"), "top-10 % precision"),
-    ("partial_tau_given_params", None, "partial τ given the size column"),
+    ("partial_tau_given_params", None, "partial τ given {size}"),
 )
 
 
@@ -558,7 +562,7 @@ def to_markdown(scores: pd.DataFrame, digits: int = 3, *, intervals: bool = True
     not defined (e.g. the within-cell τ of a score constant in every cell)."""
     pw, cells, controls = _first(scores, "pw10_size"), _first(scores, "cells"), _first(scores, "partial_controls")
     fmt = {"pw": f" (size: {pw})" if pw else "", "cells": f" {cells}" if cells else "",
-           "controls": controls or "the controls"}
+           "controls": controls or "the controls", "size": _first(scores, "size_control") or "the size column"}
     cols = ["proxy"] + (["target"] if "target" in scores and scores["target"].nunique() > 1 else []) + \
         (["n"] if "n" in scores else [])
     spec = [(c, ci, h.format(**fmt)) for c, ci, h in _MD_COLUMNS if c in scores]
