@@ -177,7 +177,7 @@ def cmd_download(args: argparse.Namespace) -> None:
     console.print(f"verified {len(d.manifest['tables'])} tables of {args.repo_id}@{args.revision} (commit {d.path.parent.name}) in {d.path}")
 
 
-def _parse_ids(text: str, n: int) -> list[int]:
+def _parse_ids(text: str, n: int, option: str = "--ids") -> list[int]:
     """'all' or ids and ranges like '0-99,250'; every id in 0 .. n-1 (checked before any
     list is built, so a huge range is refused at once)."""
     if text == "all":
@@ -186,10 +186,10 @@ def _parse_ids(text: str, n: int) -> list[int]:
     for part in text.split(","):
         a, _, b = part.strip().partition("-")
         if not (a.isascii() and a.isdigit()) or (b and not (b.isascii() and b.isdigit())):
-            raise InvalidArgumentError(f"--ids = {text!r} is not allowed; allowed: 'all', or ids and ranges like '0-99,250'")
+            raise InvalidArgumentError(f"{option} = {text!r} is not allowed; allowed: 'all', or ids and ranges like '0-99,250'")
         lo, hi = int(a), int(b) if b else int(a)
         if lo > hi or hi >= n:
-            raise InvalidArgumentError(f"--ids = {text!r}: {part!r} is not within 0-{n - 1} (or a range runs backwards)")
+            raise InvalidArgumentError(f"{option} = {text!r}: {part!r} is not within 0-{n - 1} (or a range runs backwards)")
         spans.append((lo, hi))
     return [i for lo, hi in spans for i in range(lo, hi + 1)]
 
@@ -359,7 +359,7 @@ def cmd_proxies_evaluate(args: argparse.Namespace) -> None:
     batch = {k: v for k, v in (("batch_size", args.batch_size), ("seq_len", args.seq_len), ("source", args.source))
              if v is not None}
     ids = None if args.ids == "all" else _parse_ids(args.ids, len(bench))
-    nlp_ids = None if args.nlp_ids == "all" else _parse_ids(args.nlp_ids, len(nlp_runs(bench)))
+    nlp_ids = None if args.nlp_ids == "all" else _parse_ids(args.nlp_ids, len(nlp_runs(bench)), "--nlp-ids")
     res = evaluate(args.proxy, semantics=sems, benchmarks=benchmarks,
                    compare=[c.strip() for c in args.compare.split(",") if c.strip()], ids=ids,
                    nlp_ids=nlp_ids, tasks=not args.no_tasks,

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
-from scipy.stats import kendalltau, spearmanr
+from scipy.stats import kendalltau, rankdata, spearmanr
 
 from .checks import check_int, check_real, check_seed
 from .errors import InvalidArgumentError
@@ -369,7 +369,7 @@ def rank_metrics(
     # keeps the pair counts exact integers for any n used here
     C = np.vstack([np.ones((1, n)), resamples(n, bootstrap, seed)]) if bootstrap else np.ones((1, n))
     vals = (_sparse_pair_metrics if n > SPARSE_N else _all_pair_metrics)(a, b, ctx, C, pw_rel)
-    vals["spearman_rho"] = np.array([spearman_rho(a, b)] + [_weighted_spearman(a, b, c) for c in C[1:]])
+    vals["spearman_rho"] = np.concatenate([[spearman_rho(a, b)], _resampled_spearman(a, b, C[1:])])
     vals["top10_precision"] = np.array([top_k_precision(a, b, top)] + [_resampled_topk(a, b, c, top) for c in C[1:]])
     out: dict[str, Estimate] = {}
     for m in METRICS:
@@ -504,9 +504,19 @@ def _sparse_pair_metrics(a: np.ndarray, b: np.ndarray, ctx: RankContext, C: np.n
     return out
 
 
-def _weighted_spearman(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
-    idx = np.repeat(np.arange(len(a)), c.astype(int))
-    return spearman_rho(a[idx], b[idx])  # NaN (no warning: spearman_rho checks) for a constant resample
+def _resampled_spearman(a: np.ndarray, b: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """Spearman's ρ of every resample at once: the Pearson correlation of average ranks
+    (scipy's definition) along the rows of the resampled values; NaN for a resample
+    in which either variable is constant."""
+    if len(C) == 0:
+        return np.zeros(0)
+    idx = np.stack([np.repeat(np.arange(len(a)), c.astype(int)) for c in C])
+    ra, rb = rankdata(a[idx], axis=1), rankdata(b[idx], axis=1)
+    ra -= ra.mean(1, keepdims=True)
+    rb -= rb.mean(1, keepdims=True)
+    den = np.sqrt((ra * ra).sum(1) * (rb * rb).sum(1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (ra * rb).sum(1) / den, np.nan)
 
 
 def _resampled_topk(a: np.ndarray, b: np.ndarray, c: np.ndarray, top: float) -> float:

@@ -108,6 +108,9 @@ def top_k_precision(x: np.ndarray, y: np.ndarray, frac: float = 0.1) -> float:
 
 
 def _bootstrap(x: np.ndarray, y: np.ndarray, n: int, seed: int) -> tuple[float, float, float, float]:
+    """τ-b's and ρ's 95 % percentile intervals from ``n`` resamples of ``seed``, one scipy
+    call each: the definition that :func:`score`'s ``tau_ci_*`` and ``rho_ci_*`` (now
+    computed with every other metric, from the same resamples) are tested against."""
     if n <= 0:
         return (math.nan,) * 4
     rng = np.random.default_rng(seed)
@@ -237,18 +240,22 @@ def _score_one(values: pd.DataFrame, target: str | pd.Series, *, proxies: Iterab
                              else "no correlation: the proxy is constant over these archs" if np.ptp(x[m]) == 0
                              else "no correlation: the target is constant over these archs"))
             if n >= 3 and np.ptp(y[m]) > 0:  # a constant score still has a tie-broken τ: 0
-                row.update(_new_metrics(x[m], y[m], _take(ctx, m), bootstrap, seed, top))
+                new = _new_metrics(x[m], y[m], _take(ctx, m), bootstrap, seed, top)
+                row.update({k: v for k, v in new.items() if not k.startswith(("kendall_tau", "spearman_rho"))})
         else:
             row["kendall_tau"] = float(kendalltau(x[m], y[m])[0])
             row["spearman_rho"] = float(spearmanr(x[m], y[m])[0])
-            lo, hi, rlo, rhi = _bootstrap(x[m], y[m], bootstrap, seed)
-            row.update(tau_ci_low=lo, tau_ci_high=hi, rho_ci_low=rlo, rho_ci_high=rhi,
+            new = _new_metrics(x[m], y[m], _take(ctx, m), bootstrap, seed, top)
+            # τ-b's and ρ's intervals come from the same resamples as every other metric's
+            # (the rows and the seed of _bootstrap, so the same numbers; tested)
+            row.update(tau_ci_low=new.pop("kendall_tau_ci_low"), tau_ci_high=new.pop("kendall_tau_ci_high"),
+                       rho_ci_low=new.pop("spearman_rho_ci_low"), rho_ci_high=new.pop("spearman_rho_ci_high"),
                        top10_precision=top_k_precision(x[m], y[m], top))
             if z_raw is not None and mz.sum() >= 3 and c != control:
                 row["partial_tau_given_params"] = partial_tau(x[mz], y[mz], z_raw[mz])
                 row["strata_tau_given_params"] = strata_tau(x[mz], y[mz], z_raw[mz])
                 row["size_control"] = control
-            row.update(_new_metrics(x[m], y[m], _take(ctx, m), bootstrap, seed, top))
+            row.update(new)
         out.append(row)
     new_cols = [f"{k}{sfx}" for k in NEW_METRICS for sfx in ("", "_ci_low", "_ci_high")]
     cols_order = ["proxy", "target", "n", "kendall_tau", "spearman_rho", "tau_ci_low", "tau_ci_high", "rho_ci_low",
@@ -264,6 +271,8 @@ def _new_metrics(x: np.ndarray, y: np.ndarray, ctx: metrics.RankContext, bootstr
     """The metrics of :data:`NEW_METRICS` and the top-k interval for one score."""
     est = metrics.rank_metrics(x, y, ctx, bootstrap=bootstrap, seed=seed, top=top)
     flat = metrics.estimates_to_row({k: est[k] for k in NEW_METRICS})
+    for k in ("kendall_tau", "spearman_rho"):
+        flat[f"{k}_ci_low"], flat[f"{k}_ci_high"] = est[k].ci_low, est[k].ci_high
     flat["top10_precision_ci_low"] = est["top10_precision"].ci_low
     flat["top10_precision_ci_high"] = est["top10_precision"].ci_high
     return flat

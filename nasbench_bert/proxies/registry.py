@@ -143,7 +143,8 @@ def register(
 
 
 def get(space: str, names: Iterable[str] | str | None) -> list[Proxy]:
-    """The proxies named (``None`` or ``"all"``: every one of the space; a name of
+    """The proxies named (``None`` or ``"all"``: every one of the space but the plain
+    callables of :mod:`.callables`; a name of
     :data:`GROUPS`: a group). The built-in proxies are registered when
     :mod:`nasbench_bert.proxies.sweep` (or any name of :mod:`nasbench_bert.proxies`) is
     imported; this module itself imports no torch.
@@ -155,8 +156,8 @@ def get(space: str, names: Iterable[str] | str | None) -> list[Proxy]:
     if space not in SPACES:
         raise InvalidArgumentError(f"space = {space!r} is not allowed; allowed values: {list(SPACES)}")
     reg = REGISTRY[space]
-    if names is None or names == "all":
-        return list(reg.values())
+    if names is None or names == "all":  # a callable registered for one evaluation is not a built-in: left out
+        return [p for p in reg.values() if "callable" not in p.group]
     if isinstance(names, str):
         if names in GROUPS:
             return [p for p in reg.values() if names in p.group]
