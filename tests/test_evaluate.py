@@ -224,23 +224,37 @@ def test_bad_return_names_the_proxy_and_the_arch(bench, tmp_path):
         proxies.evaluate("depth", benchmarks="flexibert", ids=[0, 1, 2], cache=f, bench=bench, progress=False)
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.sampled_from(["as_trained", "all", ["authors", "faithful"], "bogus", 3, None]),
-       st.sampled_from([None, "flexibert", "nlp", ["flexibert", "flexibert"], ["cnn"], 7]),
-       st.one_of(st.lists(st.integers(-2, 520), min_size=0, max_size=5), st.sampled_from([None, "0-3", 4.5])),
-       st.sampled_from([0, 3, -1, "2", True]),
-       st.sampled_from([1, 0, "1"]),
-       st.sampled_from([False, True, "no"]),
-       st.sampled_from([(), ["total_heads"], ["nope"], "hidden_size"]))
+VALID = {"semantics": ["as_trained", "all", ["authors", "faithful"]], "benchmarks": [None, "flexibert", ["flexibert"] * 2],
+         "bootstrap": [0, 3], "jobs": [1], "tasks": [False, True], "compare": [(), ["total_heads"], "hidden_size"]}
+BAD = {"semantics": ["bogus", 3, None, []], "benchmarks": ["nlp", ["cnn"], 7, []], "bootstrap": [-1, "2", True, 1.5],
+       "jobs": [0, "1", 2.0], "tasks": ["no", 1, None], "compare": [["nope"], 5, [3]]}
+
+
+def _arg(name):
+    """Mostly valid values (so that whole valid calls are drawn often), sometimes a bad one."""
+    return st.one_of(st.sampled_from(VALID[name]), st.sampled_from(VALID[name]), st.sampled_from(VALID[name]),
+                     st.sampled_from(VALID[name]), st.sampled_from(BAD[name]))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_arg("semantics"), _arg("benchmarks"),
+       st.one_of(st.lists(st.integers(0, 499), min_size=1, max_size=6), st.lists(st.integers(-2, 520), max_size=4),
+                 st.sampled_from([None, "0-3", 4.5, [1.0], [True]])),
+       _arg("bootstrap"), _arg("jobs"), _arg("tasks"), _arg("compare"))
 def test_fuzz_arguments(bench, semantics, benchmarks, ids, bootstrap, jobs, tasks, compare):
     """Any argument either gives an Evaluation with the candidate's rows or an
     InvalidArgumentError; never a raw KeyError/TypeError. An analytic candidate keeps
     every valid draw cheap (no model is built)."""
+    args = dict(semantics=semantics, benchmarks=benchmarks, ids=ids, bootstrap=bootstrap, jobs=jobs, tasks=tasks,
+                compare=compare)
+    valid = all(args[k] in VALID[k] for k in VALID) and (ids is None or (
+        isinstance(ids, list) and ids and all(type(i) is int and 0 <= i < 500 for i in ids)))
     try:
-        res = proxies.evaluate("depth", semantics=semantics, benchmarks=benchmarks, ids=ids, bootstrap=bootstrap, jobs=jobs,
-                               tasks=tasks, compare=compare, bench=bench, progress=False)
+        res = proxies.evaluate("depth", bench=bench, progress=False, **args)
     except InvalidArgumentError:
+        assert not valid, args
         return
+    assert valid, args
     cand = res.candidate()
     assert len(cand) and set(cand.benchmark) == {"flexibert"}
     assert all(math.isnan(v) or -1 <= v <= 1 for v in cand.kendall_tau)
