@@ -181,7 +181,7 @@ def cmd_download(args: argparse.Namespace) -> None:
     console.print(f"verified {len(d.manifest['tables'])} tables of {args.repo_id}@{args.revision} (commit {d.path.parent.name}) in {d.path}")
 
 
-def _parse_ids(text: str, n: int) -> list[int]:
+def _parse_ids(text: str, n: int, option: str = "--ids") -> list[int]:
     """'all' or ids and ranges like '0-99,250'; every id in 0 .. n-1 (checked before any
     list is built, so a huge range is refused at once)."""
     if text == "all":
@@ -190,10 +190,10 @@ def _parse_ids(text: str, n: int) -> list[int]:
     for part in text.split(","):
         a, _, b = part.strip().partition("-")
         if not (a.isascii() and a.isdigit()) or (b and not (b.isascii() and b.isdigit())):
-            raise InvalidArgumentError(f"--ids = {text!r} is not allowed; allowed: 'all', or ids and ranges like '0-99,250'")
+            raise InvalidArgumentError(f"{option} = {text!r} is not allowed; allowed: 'all', or ids and ranges like '0-99,250'")
         lo, hi = int(a), int(b) if b else int(a)
         if lo > hi or hi >= n:
-            raise InvalidArgumentError(f"--ids = {text!r}: {part!r} is not within 0-{n - 1} (or a range runs backwards)")
+            raise InvalidArgumentError(f"{option} = {text!r}: {part!r} is not within 0-{n - 1} (or a range runs backwards)")
         spans.append((lo, hi))
     return [i for lo, hi in spans for i in range(lo, hi + 1)]
 
@@ -309,6 +309,8 @@ def cmd_hardware(args: argparse.Namespace) -> None:
 
 
 def cmd_proxies_score(args: argparse.Namespace) -> None:
+    import pandas as pd
+
     from . import scoring as proxies  # torch-free: scoring stored values needs no models
 
     if args.csv:
@@ -318,13 +320,24 @@ def cmd_proxies_score(args: argparse.Namespace) -> None:
     if args.bootstrap < 0:
         raise InvalidArgumentError(f"--bootstrap = {args.bootstrap} is not allowed; allowed: an integer >= 0")
     bench = _bench(args)
+    target: Any = args.target or proxies.scoring_space(args.space).stored_target
+    if args.tasks:
+        if args.space != "flexibert":
+            raise InvalidArgumentError("--tasks scores each GLUE task; it needs --space flexibert")
+        from .data.tables import GLUE_TASKS
+
+        target = ["glue", *GLUE_TASKS]
     if args.values:
         df = _read_frame(args.values, "--values")
-        res = proxies.score(df, args.target or proxies.scoring_space(args.space).stored_target, space=args.space,
-                            bench=bench, bootstrap=args.bootstrap)
+        if not args.no_baselines:  # the trivial spec baselines of the same rows, beside the proxies (torch-free)
+            base = proxies.baseline_values(df, args.space, semantics=args.baseline_semantics, bench=bench)
+            base = base.loc[:, base.notna().any()]
+            df = pd.concat([df.reset_index(drop=True).drop(columns=[c for c in base.columns if c in df]), base], axis=1)
+        res = proxies.score(df, target, space=args.space, bench=bench, bootstrap=args.bootstrap)
     else:
-        res = proxies.score_stored(args.space, bench=bench, bootstrap=args.bootstrap)
-    print(proxies.to_markdown(res.sort_values("kendall_tau", ascending=False)))
+        res = proxies.score_stored(args.space, bench=bench, bootstrap=args.bootstrap, baselines=not args.no_baselines,
+                                   target=target)
+    print(proxies.to_markdown(res.sort_values(["target", "kendall_tau"], ascending=[True, False])))
     for r in res.itertuples():
         if isinstance(getattr(r, "note", None), str):
             console.print(f"[yellow]{r.proxy}: {r.note}[/yellow]")
@@ -337,6 +350,60 @@ def cmd_proxies_score(args: argparse.Namespace) -> None:
         else:
             for path in proxies.paper_figures(args.plots, bench=bench):
                 console.print(f"wrote {path}")
+
+
+def cmd_proxies_evaluate(args: argparse.Namespace) -> None:
+    """One command for a new proxy: computed on every model, ranked beside the baselines."""
+    from .proxies.evaluation import BENCHMARKS, evaluate, nlp_runs
+
+    fmt = args.format
+    if args.out is not None:
+        suffix = {".md": "md", ".csv": "csv", ".json": "json"}.get(Path(args.out).suffix)
+        if suffix is None:
+            raise InvalidArgumentError(f"--out = {args.out!r} must end in .md, .csv or .json")
+        if fmt is not None and fmt != suffix:
+            raise InvalidArgumentError(f"--format = {fmt!r} does not match --out = {args.out!r}; allowed: {suffix!r}")
+        fmt = suffix
+        _check_out(Path(args.out), "--out", (".md", ".csv", ".json"))  # before a long computation, not after it
+    fmt = fmt or "md"
+    if args.cache is not None:
+        _writable(Path(args.cache), "--cache")
+    if os.getcwd() not in sys.path:  # 'module:function' in the working folder, as 'python -m' would find it
+        sys.path.insert(0, os.getcwd())
+    bench = _bench(args)
+    benchmarks = None if args.benchmarks is None else [b.strip() for b in args.benchmarks.split(",")]
+    for b in benchmarks or ():
+        if b not in BENCHMARKS:
+            raise InvalidArgumentError(f"--benchmarks = {args.benchmarks!r} is not allowed; allowed values: {list(BENCHMARKS)}")
+    sems: Any = args.semantics if args.semantics == "all" else [x.strip() for x in args.semantics.split(",")]
+    batch = {k: v for k, v in (("batch_size", args.batch_size), ("seq_len", args.seq_len), ("source", args.source))
+             if v is not None}
+    ids = None if args.ids == "all" else _parse_ids(args.ids, len(bench))
+    nlp_ids = None if args.nlp_ids == "all" else _parse_ids(args.nlp_ids, len(nlp_runs(bench)), "--nlp-ids")
+    res = evaluate(args.proxy, semantics=sems, benchmarks=benchmarks,
+                   compare=[c.strip() for c in args.compare.split(",") if c.strip()], ids=ids,
+                   nlp_ids=nlp_ids, tasks=not args.no_tasks,
+                   higher_is_better=not args.lower_is_better, dedupe=not args.no_dedupe, cache=args.cache, jobs=args.jobs,
+                   executor=args.executor, ray_address=args.ray_address, progress=not args.quiet, batch=batch or None,
+                   seed=args.seed, dtype=args.dtype, bootstrap=args.bootstrap, bench=bench)
+    if fmt == "md":
+        text = res.to_markdown()
+    elif fmt == "csv":
+        text = res.to_pandas().to_csv(index=False)
+    else:
+        rows = json.loads(res.to_pandas().to_json(orient="records"))  # NaN -> null
+        text = json.dumps({"proxy": res.proxy, "notes": list(res.notes), "seconds": res.seconds,
+                           "models_computed": res.computed, "models_cached": res.cached, "rows_shared": res.shared,
+                           "rows": rows}, indent=1)
+    if args.out is None:
+        print(text)
+        return
+    from .atomic import atomic_path
+
+    with atomic_path(Path(args.out)) as tmp:
+        Path(tmp).write_text(text)
+    err_console.print(f"wrote {len(res.rows)} rows for {res.proxy} to {args.out} ({res.computed} models computed, "
+                      f"{res.cached} from the cache, {res.shared} rows shared an identical model; {res.seconds:.0f} s)")
 
 
 def cmd_proxies_export(args: argparse.Namespace) -> None:
@@ -483,7 +550,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     ps.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples for the confidence intervals")
     ps.add_argument("--csv", default=None, help="also write the scores to this CSV")
     ps.add_argument("--plots", default=None, help="folder for scatter plots (stored: the paper's Figures 1-3)")
+    ps.add_argument("--tasks", action="store_true", help="FlexiBERT: every GLUE task as well as the average")
+    ps.add_argument("--no-baselines", action="store_true", help="leave out the trivial spec baselines' rows")
+    ps.add_argument("--baseline-semantics", default="as_trained", choices=list(SEMANTICS_NAMES),
+                    help="whose parameters the baselines' counts are, with --values (stored: as_trained)")
     ps.set_defaults(fn=cmd_proxies_score)
+    pv = psub.add_parser("evaluate", help="rank a new proxy (module:function or a registered name) on every model, "
+                                          "beside the trivial baselines and the published analytic scores")
+    pv.add_argument("proxy", help="'module:function' or 'path/file.py:function' taking (model, batch) -> float, "
+                                  "or a registered proxy name")
+    pv.add_argument("--semantics", default="as_trained", help="'all' or names (comma-separated): authors, as_trained, "
+                                                              "as_specified")
+    pv.add_argument("--benchmarks", default=None, help="flexibert, nlp or both, comma-separated (default: both for a "
+                                                       "callable, else those the name is registered for)")
+    pv.add_argument("--compare", default="", help="registered proxies computed the same way (comma-separated)")
+    pv.add_argument("--ids", default="all", help="FlexiBERT ids: 'all' or '0-99,250'")
+    pv.add_argument("--nlp-ids", default="all", help="positions among the 275 PTB runs with a public recipe: 'all' or '0-19'")
+    pv.add_argument("--no-tasks", action="store_true", help="FlexiBERT: the GLUE average only, no per-task rows")
+    pv.add_argument("--lower-is-better", action="store_true", help="the proxy's declared orientation (default higher)")
+    pv.add_argument("--no-dedupe", action="store_true", help="compute every row, even where another row's model is identical")
+    pv.add_argument("--cache", default=None, help="folder for per-model results: reruns (and killed runs) resume")
+    pv.add_argument("--jobs", type=int, default=1, help="worker processes (executor local)")
+    pv.add_argument("--executor", default="local", choices=["local", "ray"], help="this machine, or one Ray task per model")
+    pv.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local instance)")
+    pv.add_argument("--batch-size", type=int, default=None, help="sequences per batch (FlexiBERT 8, NLP 10)")
+    pv.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (FlexiBERT 128, NLP 70)")
+    pv.add_argument("--source", default=None, help="random (default), text:<path>, glue:<folder>, hf:<dataset>")
+    pv.add_argument("--seed", type=int, default=0, help="seed of the model init, the batch and the bootstrap")
+    pv.add_argument("--dtype", default="float32", choices=["float32", "float64"], help="precision of the models")
+    pv.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples for the confidence intervals")
+    pv.add_argument("--out", default=None, help="result file (.md, .csv or .json), written atomically (default: stdout)")
+    pv.add_argument("--format", default=None, choices=["md", "csv", "json"], help="output format (default: from --out, else md)")
+    pv.set_defaults(fn=cmd_proxies_evaluate)
     pe = psub.add_parser("export", help="proxies and results in NAS-Bench-Suite-Zero's zc_<space>.json layout")
     pe.add_argument("--format", default="naszero", choices=["naszero"], help="file layout (NAS-Bench-Suite-Zero)")
     pe.add_argument("--out", required=True, help="folder for zc_flexibert.json and zc_nasbench_nlp.json")

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
-from scipy.stats import kendalltau, spearmanr
+from scipy.stats import kendalltau, rankdata, spearmanr
 
 from .checks import check_int, check_real, check_seed
 from .errors import InvalidArgumentError
@@ -49,6 +49,14 @@ PW_REL = 0.10
 
 #: rows per block of the pair kernels (bounds memory at BLOCK x n floats per kernel)
 BLOCK = 512
+
+#: above this many rows :func:`rank_metrics` takes the sparse path (the same numbers):
+#: τ-b over all pairs by scipy's O(n log n) count on each resample, and the cell and
+#: 10 %-PW quadratic forms only over the pairs their masks keep (NAS-Bench-NLP's 8,794
+#: runs: 77 M pairs, of which the cells keep 2 % and the window 28 %)
+SPARSE_N = 2000
+#: rows per block of the sparse path's windowed kernels (smaller: a tighter column window)
+SPARSE_BLOCK = 256
 
 
 @dataclass(frozen=True)
@@ -85,12 +93,15 @@ class RankContext:
     size_name: str = ""
     controls: np.ndarray | None = None
     control_names: tuple[str, ...] = ()
+    #: what the cells are, for tables (FlexiBERT: "(layers, hidden size)")
+    cells_name: str = ""
 
     def take(self, mask: np.ndarray) -> "RankContext":
         """The context restricted to the rows where ``mask`` is true."""
         return RankContext(
             None if self.cells is None else self.cells[mask], None if self.size is None else self.size[mask],
-            self.size_name, None if self.controls is None else self.controls[mask], self.control_names)
+            self.size_name, None if self.controls is None else self.controls[mask], self.control_names,
+            self.cells_name)
 
 
 # -- point metrics (the definitions; rank_metrics computes the same with resamples) ----------
@@ -350,15 +361,15 @@ def rank_metrics(
     a, b = a[ok], b[ok]
     ctx = RankContext(None if ctx.cells is None else _labels(np.asarray(ctx.cells)[ok], int(ok.sum())),
                       None if size is None else size[ok], ctx.size_name, None if ctrl is None else ctrl[ok],
-                      ctx.control_names)
+                      ctx.control_names, ctx.cells_name)
     n = len(a)
     if n < 3:
         return {m: Estimate(math.nan) for m in METRICS}
     # row 0 is the data itself (every multiplicity 1), the others the resamples; float64
     # keeps the pair counts exact integers for any n used here
     C = np.vstack([np.ones((1, n)), resamples(n, bootstrap, seed)]) if bootstrap else np.ones((1, n))
-    vals = _all_pair_metrics(a, b, ctx, C, pw_rel)
-    vals["spearman_rho"] = np.array([spearman_rho(a, b)] + [_weighted_spearman(a, b, c) for c in C[1:]])
+    vals = (_sparse_pair_metrics if n > SPARSE_N else _all_pair_metrics)(a, b, ctx, C, pw_rel)
+    vals["spearman_rho"] = np.concatenate([[spearman_rho(a, b)], _resampled_spearman(a, b, C[1:])])
     vals["top10_precision"] = np.array([top_k_precision(a, b, top)] + [_resampled_topk(a, b, c, top) for c in C[1:]])
     out: dict[str, Estimate] = {}
     for m in METRICS:
@@ -405,9 +416,107 @@ def _all_pair_metrics(a: np.ndarray, b: np.ndarray, ctx: RankContext, C: np.ndar
     return out
 
 
-def _weighted_spearman(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> float:
-    idx = np.repeat(np.arange(len(a)), c.astype(int))
-    return spearman_rho(a[idx], b[idx])
+def _sub_quad(C: np.ndarray, rows: np.ndarray, cols: np.ndarray, K: np.ndarray) -> np.ndarray:
+    """cᵀ K c over the ordered pairs (rows x cols) for every resample: the dense
+    :func:`_quad` restricted to the columns a mask keeps."""
+    return np.einsum("bi,bi->b", C[:, rows], C[:, cols] @ K.T, optimize=True)
+
+
+def _add_sub(acc: _PairSums, C: np.ndarray, rows: np.ndarray, cols: np.ndarray, a: np.ndarray, b: np.ndarray,
+             w: np.ndarray) -> None:
+    """:meth:`_PairSums.add` over rows x cols only (every row's own column among ``cols``,
+    so the diagonal correction of :meth:`_PairSums.finish` still holds)."""
+    sx = np.sign(a[rows, None] - a[None, cols])
+    sy = np.sign(b[rows, None] - b[None, cols])
+    acc.num += _sub_quad(C, rows, cols, sx * sy * w) / 2
+    acc.n0 += _sub_quad(C, rows, cols, w) / 2
+    acc.n1 += _sub_quad(C, rows, cols, (sx == 0) * w) / 2
+    acc.n2 += _sub_quad(C, rows, cols, (sy == 0) * w) / 2
+
+
+def _tied_counts(v: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """Tied pairs of ``v`` in every resample: Σ over distinct values of k (k − 1) / 2 for
+    k the resampled multiplicity of that value."""
+    inv = np.unique(v, return_inverse=True)[1]
+    k = np.stack([np.bincount(inv, weights=c) for c in C])
+    return (k * (k - 1) / 2).sum(1)
+
+
+def _sparse_pair_metrics(a: np.ndarray, b: np.ndarray, ctx: RankContext, C: np.ndarray, pw_rel: float
+                         ) -> dict[str, np.ndarray]:
+    """What :func:`_all_pair_metrics` computes, for many rows: τ-b over all pairs (and
+    between the controls) by scipy on each resample's rows, whose copies of one row are
+    tied pairs exactly as in the quadratic forms; the tie-broken τ from τ-b and the tie
+    counts; the cell and window metrics by quadratic forms over only the pairs their
+    masks keep (rows sorted by cell, or by size, so each block's partners are few)."""
+    B, n = C.shape
+    idx = [np.repeat(np.arange(n), c.astype(int)) for c in C]
+    ctrl = [] if ctx.controls is None else list(ctx.controls.T)
+    cols = [a, b, *ctrl]
+
+    def taus(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return np.array([kendalltau(u[i], v[i])[0] if np.ptp(u[i]) > 0 and np.ptp(v[i]) > 0 else np.nan for i in idx])
+
+    tb = taus(a, b)
+    m = C.sum(1)
+    n0 = m * (m - 1) / 2
+    n1, n2 = _tied_counts(a, C), _tied_counts(b, C)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        num = np.where(np.isfinite(tb), tb, 0.0) * np.sqrt(np.maximum((n0 - n1) * (n0 - n2), 0.0))
+        tt = np.where(n0 - n1 > 0, num / np.sqrt(n0 * (n0 - n2)), 0.0)
+    tt = np.where(n0 - n2 > 0, tt, np.nan)
+    nan = np.full(B, np.nan)
+    out = {"kendall_tau": tb, "tau_tiebroken": tt, "tau_pw10": nan, "tau_within_cell": nan, "partial_tau_arch": nan}
+    if ctx.cells is not None:
+        acc = _PairSums(B)
+        order = np.argsort(ctx.cells, kind="stable")
+        bounds = np.flatnonzero(np.diff(ctx.cells[order])) + 1
+        for g in np.split(order, bounds):
+            _add_sub(acc, C, g, g, a, b, np.ones((len(g), len(g))))
+        out["tau_within_cell"] = acc.finish(C)[0]
+    if ctx.size is not None:
+        acc = _PairSums(B)
+        s = ctx.size
+        order = np.argsort(s, kind="stable")
+        ss = s[order]
+        positive = bool(ss[0] > 0)
+        for start in range(0, n, SPARSE_BLOCK):
+            rows = order[start:start + SPARSE_BLOCK]
+            if positive:  # partners of sizes in [lo, hi] lie in (lo (1 - rel), hi / (1 - rel)): a slice of the order
+                lo = np.searchsorted(ss, ss[start] * (1 - pw_rel), side="left")
+                hi = np.searchsorted(ss, ss[min(n, start + SPARSE_BLOCK) - 1] / (1 - pw_rel), side="right")
+                cand = order[lo:hi]
+            else:
+                cand = order
+            d = np.abs(s[rows, None] - s[None, cand])
+            keep = (d < pw_rel * np.maximum(np.abs(s[rows, None]), np.abs(s[None, cand]))) | (d == 0)
+            sel = keep.any(0)
+            _add_sub(acc, C, rows, cand[sel], a, b, keep[:, sel].astype(np.float64))
+        out["tau_pw10"] = acc.finish(C)[0]
+    if ctrl:
+        k = len(cols)
+        mats = np.tile(np.eye(k), (B, 1, 1))
+        for i in range(k):
+            for j in range(i + 1, k):
+                t = tb if (i, j) == (0, 1) else taus(cols[i], cols[j])
+                mats[:, i, j] = mats[:, j, i] = t
+        out["partial_tau_arch"] = _partial_from_matrix(mats)
+    return out
+
+
+def _resampled_spearman(a: np.ndarray, b: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """Spearman's ρ of every resample at once: the Pearson correlation of average ranks
+    (scipy's definition) along the rows of the resampled values; NaN for a resample
+    in which either variable is constant."""
+    if len(C) == 0:
+        return np.zeros(0)
+    idx = np.stack([np.repeat(np.arange(len(a)), c.astype(int)) for c in C])
+    ra, rb = rankdata(a[idx], axis=1), rankdata(b[idx], axis=1)
+    ra -= ra.mean(1, keepdims=True)
+    rb -= rb.mean(1, keepdims=True)
+    den = np.sqrt((ra * ra).sum(1) * (rb * rb).sum(1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (ra * rb).sum(1) / den, np.nan)
 
 
 def _resampled_topk(a: np.ndarray, b: np.ndarray, c: np.ndarray, top: float) -> float:

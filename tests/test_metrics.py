@@ -150,3 +150,30 @@ def test_rank_metrics_property(rows, boot):
         assert math.isnan(e.value) or -1 - 1e-9 <= e.value <= 1 + 1e-9, (m, e)
     if len(rows) >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0:
         assert out["kendall_tau"].value == pytest.approx(kendalltau(x, y)[0], abs=1e-9)
+
+
+def test_sparse_path_equals_the_dense_quadratic_forms(monkeypatch):
+    """The many-row path (scipy per resample, masked kernels over the kept pairs only)
+    gives the dense path's numbers, intervals included."""
+    rng = np.random.default_rng(0)
+    n = 240
+    x = rng.integers(0, 30, n).astype(float)
+    y = x + rng.normal(scale=10, size=n)
+    y[::9] = y[0]
+    ctx = M.RankContext(cells=rng.integers(0, 7, n), size=rng.integers(0, 20, n) + 10.0, size_name="s",
+                        controls=np.c_[rng.integers(0, 4, n), rng.normal(size=n)], control_names=("a", "b"))
+    dense = M.rank_metrics(x, y, ctx, bootstrap=30, seed=3)
+    monkeypatch.setattr(M, "SPARSE_N", 0)
+    monkeypatch.setattr(M, "SPARSE_BLOCK", 17)  # several windowed blocks
+    sparse = M.rank_metrics(x, y, ctx, bootstrap=30, seed=3)
+    for m in M.METRICS:
+        for f in ("value", "ci_low", "ci_high"):
+            assert getattr(sparse[m], f) == pytest.approx(getattr(dense[m], f), abs=1e-10), (m, f)
+    signed = M.RankContext(size=rng.normal(size=n))  # sizes of both signs: no sorted window to slice
+    monkeypatch.setattr(M, "SPARSE_N", 2000)
+    want = M.rank_metrics(x, y, signed, bootstrap=5)["tau_pw10"]
+    monkeypatch.setattr(M, "SPARSE_N", 0)
+    got = M.rank_metrics(x, y, signed, bootstrap=5)["tau_pw10"]
+    assert (got.value, got.ci_low, got.ci_high) == pytest.approx((want.value, want.ci_low, want.ci_high), abs=1e-10)
+    const = M.rank_metrics(np.ones(n), y, ctx, bootstrap=3)
+    assert const["tau_tiebroken"].value == 0.0 and math.isnan(const["kendall_tau"].value)

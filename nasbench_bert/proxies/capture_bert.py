@@ -43,6 +43,9 @@ def capture_flexibert(arch: Arch, needs: set[str], batch: Batch, semantics: Sema
         model = FlexiBERTEncoder(sem.plan(arch)).to(dtype)
         model.train(proto.train_mode)
         cap = Capture(model, batch, sem, proto.objective)
+        if needs == {"model"}:  # a callable proxy runs its own pass on the fresh model
+            cap.extra.update(seed=seed, key=str(arch))
+            return cap
         handles = []
         try:
             if "ff_activations" in needs:
