@@ -7,4 +7,4 @@ the scorer all see it. The model-based modules import torch.
 
 from __future__ import annotations
 
-from . import bert, published, rnn  # noqa: F401  (each module registers its proxies on import)
+from . import bert, lpzero, nsc, published, rnn, swap  # noqa: F401  (each module registers its proxies on import)

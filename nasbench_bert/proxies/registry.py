@@ -48,6 +48,9 @@ NEEDS = frozenset({
     "spec",             # the arch spec alone: no model is built (analytic scores; never mixed with the others)
 })
 SPACES: tuple[str, ...] = ("flexibert", "nlp")  # the keys of proxies.spaces.PROXY_SPACES
+#: proxy groups a name may stand for: the seed paper's set, ETAS's, the trivial and
+#: size baselines, and the published proxies of later papers (:mod:`.nsc`, :mod:`.lpzero`, ...)
+GROUPS: tuple[str, ...] = ("paper", "etas", "baseline", "published")
 
 
 @dataclass(frozen=True)
@@ -134,7 +137,7 @@ def register(
 
 def get(space: str, names: Iterable[str] | str | None) -> list[Proxy]:
     """The proxies named (``None`` or ``"all"``: every one of the space; ``"paper"``,
-    ``"etas"``, ``"baseline"``: a group). The built-in proxies are registered when
+    ``"etas"``, ``"baseline"``, ``"published"``: a group). The built-in proxies are registered when
     :mod:`nasbench_bert.proxies.sweep` (or any name of :mod:`nasbench_bert.proxies`) is
     imported; this module itself imports no torch."""
     if space not in SPACES:
@@ -143,12 +146,12 @@ def get(space: str, names: Iterable[str] | str | None) -> list[Proxy]:
     if names is None or names == "all":
         return list(reg.values())
     if isinstance(names, str):
-        if names in ("paper", "etas", "baseline"):
+        if names in GROUPS:
             return [p for p in reg.values() if names in p.group]
         names = [names]
     out = []
     for n in names:
         if n not in reg:
-            raise InvalidArgumentError(f"proxy = {n!r} is not registered for space {space!r}; allowed values: {sorted(reg)} or a group ('all', 'paper', 'etas', 'baseline')")
+            raise InvalidArgumentError(f"proxy = {n!r} is not registered for space {space!r}; allowed values: {sorted(reg)} or a group ('all', {', '.join(repr(g) for g in GROUPS)})")
         out.append(reg[n])
     return out
