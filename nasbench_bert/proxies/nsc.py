@@ -156,14 +156,22 @@ def plan_matrices(plan: ModelPlan) -> list[LayerMatrices]:
 # -- scores -------------------------------------------------------------------------------------
 def nsc_layers(matrices: Sequence[LayerMatrices]) -> list[float]:
     """Per-layer NSC: the sum of ``psi_mp`` over the layer's matrices (the NSC
-    authors' "flat" aggregation, whose total is the paper's score)."""
-    return [sum(psi_mp(m, n) for m, n in lm.attn + lm.ffn) for lm in matrices]
+    authors' "flat" aggregation, whose total is the paper's score). Sums are
+    ``math.fsum`` (exactly rounded), so archs with the same matrices in another layer
+    order get exactly equal scores: a tie, not a 1e-13 difference that would decide
+    pairs in the 10 %-PW tau."""
+    return [math.fsum(psi_mp(m, n) for m, n in lm.attn + lm.ffn) for lm in matrices]
+
+
+def nsc_total(matrices: Sequence[LayerMatrices]) -> float:
+    """The arch's NSC, exactly rounded over all of its matrices (order-independent)."""
+    return math.fsum(psi_mp(m, n) for lm in matrices for m, n in lm.attn + lm.ffn)
 
 
 def zerolm_parts(matrices: Sequence[LayerMatrices]) -> tuple[float, float]:
     """(S_attn, S_ffn) of ZeroLM, so that ``alpha`` can be chosen afterwards."""
-    attn = sum(zerolm_matrix(m, n) for lm in matrices for m, n in lm.attn)
-    ffn = sum(zerolm_matrix(m, n) for lm in matrices for m, n in lm.ffn)
+    attn = math.fsum(zerolm_matrix(m, n) for lm in matrices for m, n in lm.attn)
+    ffn = math.fsum(zerolm_matrix(m, n) for lm in matrices for m, n in lm.ffn)
     return attn, ffn
 
 
@@ -197,20 +205,21 @@ def _arch(inp: SpecInput) -> Arch:
 def nsc(inp: SpecInput) -> ProxyValue:
     """NSC (Zhu, Zhao & Lu, 2026), the authors' construction of the spec: sum of the
     Marchenko-Pastur psi over its matrices; per layer: that layer's sum. Semantics-independent."""
-    per = nsc_layers(paper_matrices(_arch(inp)))
-    return ProxyValue(sum(per), per)
+    mats = paper_matrices(_arch(inp))
+    return ProxyValue(nsc_total(mats), nsc_layers(mats))
 
 
 @register("nsc_model", space=S, needs={"spec"}, group=("published",))
 def nsc_model(inp: SpecInput) -> ProxyValue:
     """NSC over the weight matrices of the semantics' model (its plan)."""
-    per = nsc_layers(plan_matrices(inp.semantics.plan(_arch(inp))))
-    return ProxyValue(sum(per), per)
+    mats = plan_matrices(inp.semantics.plan(_arch(inp)))
+    return ProxyValue(nsc_total(mats), nsc_layers(mats))
 
 
 def _zerolm(matrices: list[LayerMatrices], alpha: float) -> ProxyValue:
+    attn, ffn = zerolm_parts(matrices)
     per = [zerolm_parts([lm])[1] + alpha * zerolm_parts([lm])[0] for lm in matrices]
-    return ProxyValue(sum(per), per)
+    return ProxyValue(ffn + alpha * attn, per)
 
 
 @register("zerolm", space=S, needs={"spec"}, group=("published",))
