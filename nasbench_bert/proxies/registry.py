@@ -49,6 +49,8 @@ NEEDS = frozenset({
     "model",            # the built model and the batch, no pass run (a callable runs its own; never mixed)
 })
 #: the group names :func:`get` accepts besides proxy names
+#: (the seed paper's set, ETAS's, the size and trivial spec baselines, and the published
+#: proxies of later papers: :mod:`.nsc`, :mod:`.lpzero`, :mod:`.swap`)
 GROUPS: tuple[str, ...] = ("paper", "etas", "baseline", "trivial", "published")
 SPACES: tuple[str, ...] = ("flexibert", "nlp")  # the keys of proxies.spaces.PROXY_SPACES
 

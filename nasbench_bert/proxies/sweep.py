@@ -129,10 +129,11 @@ def compute(
     archs: Iterable[Any],
     proxies: Iterable[str] | str | None = "paper",
     *,
-    semantics: SemanticsLike = AS_TRAINED,
-    seed: int = 0,
+    semantics: SemanticsLike | None = None,
+    seed: int | None = None,
     dtype: str = "float32",
     batch: BatchSpec | dict[str, Any] | None = None,
+    protocol: Any = None,
     space: str = "flexibert",
     bench: BenchmarkLike | None = None,
     cache: str | os.PathLike[str] | None = None,
@@ -154,6 +155,11 @@ def compute(
     (old name ``"seed_compat"``: the model and protocol of the stored proxy table).
     ``dtype``: ``"float32"`` or ``"float64"``.
 
+    ``protocol``: a paper's own protocol
+    (:class:`~nasbench_bert.proxies.protocols.Protocol` or its name, e.g.
+    ``"w_pca_nsc"``), which sets the semantics (the model construction), the batch and
+    the seed together; it cannot be combined with ``semantics``, ``batch`` or ``seed``.
+
     Columns: the identifying ``id``/``key``/``arch``, ``semantics`` (canonical name),
     ``objective`` (what the gradient proxies differentiated), ``seed``, ``batch``,
     ``dtype``, one column per proxy, ``<proxy>__layers`` (per-layer values),
@@ -171,6 +177,17 @@ def compute(
     """
     adapter = proxy_space(space)
     executor = check_executor(executor, ray_address)
+    if protocol is not None:
+        from .protocols import get_protocol
+
+        proto = get_protocol(protocol)
+        given = [n for n, v in (("semantics", semantics), ("batch", batch), ("seed", seed)) if v is not None]
+        if given:
+            raise InvalidArgumentError(f"protocol = {proto.name!r} sets the semantics, batch and seed; do not also pass {given} "
+                                       "(use protocol.with_batch(...) or dataclasses.replace for a variant)")
+        semantics, batch, seed = proto.semantics, proto.batch, proto.seed
+    semantics = AS_TRAINED if semantics is None else semantics
+    seed = 0 if seed is None else seed
     sem = get_semantics(semantics)
     objective = adapter.objective(sem)
     if dtype not in ("float32", "float64"):
