@@ -130,8 +130,14 @@ def read_split(task: Task, source: str | Path, split: str) -> list[tuple[tuple[s
     path = folder / (task.dev if split == "dev" else "train.tsv")
     if not path.is_file():
         raise FileNotFoundError(f"task {task.name!r}: no {path.name} in {folder} (GLUE TSV layout expected)")
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"task {task.name!r}: {path} is not UTF-8 text (byte {e.start}: {e.reason}); GLUE TSVs are "
+                         "UTF-8, re-encode the file") from None
+    if not rows:
+        raise ValueError(f"task {task.name!r}: {path} is empty")
     if task.header:
         head, rows = rows[0], rows[1:]
         missing = [c for c in (*task.text, task.label) if c not in head]
@@ -172,6 +178,10 @@ def _encode(examples: list[tuple[tuple[str, ...], Any]], task: Task, tok: TextTo
 ACCELERATED_FINETUNE: dict[str, Any] = {"precision": "bf16", "attention": "sdpa", "adamw": "fused"}
 
 
+#: the classifier heads :class:`FinetuneConfig` builds
+HEADS: tuple[str, ...] = ("electra_tf", "electra_hf")
+
+
 @dataclass
 class FinetuneConfig:
     """GLUE finetuning settings. The defaults are the paper's Table 3 (ELECTRA-Small).
@@ -209,6 +219,20 @@ class FinetuneConfig:
 
     def __post_init__(self) -> None:
         check_accelerator_fields(self)
+        for f, low, none in (("batch_size", 1, False), ("epochs", 1, True), ("max_train_examples", 1, True),
+                             ("max_dev_examples", 1, True), ("decay_layers", 1, True), ("max_seq_len", 8, False)):
+            v = getattr(self, f)
+            if v is None and none:
+                continue
+            if not isinstance(v, int) or isinstance(v, bool) or v < low or (f == "max_seq_len" and v > 512):
+                allowed = f"an integer >= {low}" if f != "max_seq_len" else "an integer in 8 ... 512"
+                raise InvalidArgumentError(f"{f} = {v!r} is not allowed; allowed: {'None or ' if none else ''}{allowed}")
+        for f, zero_ok in (("learning_rate", False), ("layer_decay", False), ("warmup_fraction", True), ("weight_decay", True)):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v if zero_ok else 0 < v) or v > 1:
+                raise InvalidArgumentError(f"{f} = {v!r} is not allowed; allowed: a number in {'[0' if zero_ok else '(0'}, 1]")
+        if self.head not in HEADS:
+            raise InvalidArgumentError(f"head = {self.head!r} is not allowed; allowed values: {list(HEADS)}")
 
 
 def layerwise_groups(model: SequenceClassifier, lr: float, decay: float, weight_decay: float,

@@ -113,6 +113,15 @@ class PretrainConfig:
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise InvalidArgumentError(f"{f} = {v!r} is not allowed; allowed: a positive integer")
+        if not isinstance(self.warmup_steps, int) or isinstance(self.warmup_steps, bool) or self.warmup_steps < 0:
+            raise InvalidArgumentError(f"warmup_steps = {self.warmup_steps!r} is not allowed; allowed: an integer >= 0")
+        v = self.vocab_size
+        if not isinstance(v, int) or isinstance(v, bool) or not MIN_VOCAB <= v <= MAX_VOCAB:
+            raise InvalidArgumentError(f"vocab_size = {v!r} is not allowed; allowed: an integer in {MIN_VOCAB} ... {MAX_VOCAB} "
+                                       "(a WordPiece needs its special tokens and an alphabet besides)")
+        md = self.max_documents
+        if md is not None and (not isinstance(md, int) or isinstance(md, bool) or md < 1):
+            raise InvalidArgumentError(f"max_documents = {md!r} is not allowed; allowed: None or a positive integer")
         if not 0 < self.mask_prob < 1:
             raise InvalidArgumentError(f"mask_prob = {self.mask_prob!r} is not allowed; allowed: 0 < mask_prob < 1")
         if self.seq_len > 512:
@@ -135,6 +144,11 @@ class PretrainConfig:
         cm = self.checkpoint_minutes
         if cm is not None and (isinstance(cm, bool) or not isinstance(cm, (int, float)) or not 0 < cm < math.inf):
             raise InvalidArgumentError(f"checkpoint_minutes = {cm!r} is not allowed; allowed: None or a number > 0")
+
+
+#: the smallest and largest WordPiece vocabularies a config accepts (5 special tokens
+#: and a byte-level alphabet need ~100 entries; ELECTRA's is 30,522)
+MIN_VOCAB, MAX_VOCAB = 100, 1_000_000
 
 
 @dataclass

@@ -2,12 +2,13 @@
 three semantics: the table behind ``docs/published.md``.
 
     python -m studies.published [--cache data/published-cache] [--out docs/published.md]
-                                [--small] [--render-only]
+                                [--small] [--jobs N] [--render-only]
 
 ``--small`` computes a 40-arch form (ids 0, 12, 24, ...) in a few minutes (for trying
-the script; the page says so); the full form computes 500 archs under several
-protocols (a few hours on 2 CPU cores the first time; every arch is cached, one part
-file each, so an interrupted run resumes). ``--render-only`` rewrites the page from the
+the script; the page says so); the full form computes the closed forms and the W-PCA protocol runs on all 500 archs,
+and the model-based sweeps on the sweep batch on every 5th id (:data:`SWEEP_IDS`; about
+an hour on 2 CPU cores the first time; every arch is cached, one part file each, so an
+interrupted run resumes). ``--render-only`` rewrites the page from the
 JSON beside it (``docs/published.json``) without computing anything: the default test
 suite checks that the committed page is exactly that rendering.
 
@@ -42,8 +43,12 @@ SEMANTICS = ("as_trained", "as_specified", "authors")
 SWEEP_BATCH = dict(source="random", batch_size=16, seq_len=128, seed=0)
 MODEL_PROXIES = ["w_pca_first", "w_pca", "lpzero", "swap", "num_params"]
 SPEC_PROXIES = ["nsc", "nsc_model", "zerolm", "zerolm_model"]
-#: archs for the batch-sensitivity runs (every 10th id)
-BATCH_IDS = list(range(0, 500, 10))
+#: archs for the model-based sweeps on the sweep batch (every 5th id: 100 archs; the full
+#: 500 x 4 models cost ~4 h on 2 cores here, and tau over 100 archs has a bootstrap
+#: interval of about +-0.06, which the page prints)
+SWEEP_IDS = tuple(range(0, 500, 5))
+#: archs for the batch-sensitivity runs (every 10th id, a subset of SWEEP_IDS)
+BATCH_IDS = tuple(range(0, 500, 10))
 
 
 @dataclass(frozen=True)
@@ -63,7 +68,7 @@ class Run:
         return cache / f"{self.semantics}-{src}{b['batch_size']}x{b['seq_len']}-b{b['seed']}-s{self.seed}"
 
 
-def runs(ids: tuple[int, ...], batch_ids: tuple[int, ...]) -> list[Run]:
+def runs(ids: tuple[int, ...], batch_ids: tuple[int, ...], sweep_ids: tuple[int, ...]) -> list[Run]:
     from nasbench_bert.proxies.protocols import W_PCA_NSC
 
     wb = dataclasses.asdict(W_PCA_NSC.batch)
@@ -76,7 +81,7 @@ def runs(ids: tuple[int, ...], batch_ids: tuple[int, ...]) -> list[Run]:
         out.append(Run(f"w_pca_nsc/{sem}", ("w_pca_first", "w_pca", "num_params"), sem, wb, W_PCA_NSC.seed, ids))
     # the three semantics and the NSC authors' construction, on the sweep batch
     for sem in (*SEMANTICS, "nsc_eval"):
-        out.append(Run(f"{sem}", tuple(MODEL_PROXIES), sem, SWEEP_BATCH, 0, ids))
+        out.append(Run(f"{sem}", tuple(MODEL_PROXIES), sem, SWEEP_BATCH, 0, sweep_ids))
     # how much the batch matters (LPZero and SWAP were run on OpenWebText, unavailable here)
     for label, batch in (("random seed 1", dict(SWEEP_BATCH, seed=1)),
                          ("RTE text (GLUE format)", dict(SWEEP_BATCH, source=f"glue:{rte}")),
@@ -129,12 +134,13 @@ def zerolm_weights(cache: Path, ids: tuple[int, ...], bench: Any) -> dict[str, A
     return out
 
 
-def compute(cache: Path, ids: tuple[int, ...], batch_ids: tuple[int, ...], bench: Any, jobs: int = 1) -> dict[str, Any]:
+def compute(cache: Path, ids: tuple[int, ...], batch_ids: tuple[int, ...], sweep_ids: tuple[int, ...], bench: Any,
+            jobs: int = 1) -> dict[str, Any]:
     """Every run's values, as {label: {proxy: [value per id]}} plus the ids."""
     from nasbench_bert import proxies
 
     values: dict[str, Any] = {}
-    for run in runs(ids, batch_ids):
+    for run in runs(ids, batch_ids, sweep_ids):
         t0 = time.time()
         df = proxies.compute(list(run.ids), list(run.proxies), semantics=_semantics(run.semantics), batch=run.batch,
                              seed=run.seed, bench=bench, cache=run.cache_dir(cache), progress=True, jobs=jobs)
@@ -153,32 +159,19 @@ def compute(cache: Path, ids: tuple[int, ...], batch_ids: tuple[int, ...], bench
 
 
 # -- metrics ---------------------------------------------------------------------------------------
-def pw_mask(size: np.ndarray, threshold: float = 0.10) -> tuple[np.ndarray, np.ndarray]:
-    """Index pairs (i < j) whose sizes differ by less than ``threshold`` relative to the
-    larger: NSC's 10 %-PW pair set."""
-    i, j = np.triu_indices(len(size), 1)
-    a, b = size[i].astype(float), size[j].astype(float)
-    keep = np.abs(a - b) / np.maximum(a, b) < threshold
-    return i[keep], j[keep]
-
-
-def tau_pairs(x: np.ndarray, y: np.ndarray, pairs: tuple[np.ndarray, np.ndarray]) -> float:
-    """Kendall tau-b restricted to the given pairs (ties in x or y leave the denominator as in tau-b)."""
-    i, j = pairs
-    sx, sy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
-    n = len(i)
-    denom = math.sqrt((n - int((sx == 0).sum())) * (n - int((sy == 0).sum())))
-    return float((sx * sy).sum() / denom) if denom else float("nan")
-
-
 def metrics(x: Any, y: Any, size: Any | None = None) -> dict[str, float]:
-    """tau-b, rho and (with ``size``) the 10 %-PW tau of ``x`` against ``y``."""
-    from scipy.stats import kendalltau, spearmanr
+    """tau-b, rho and (with ``size``) NSC's 10 %-PW tau of ``x`` against ``y``, with the
+    95 % bootstrap interval of tau-b (:func:`nasbench_bert.metrics.rank_metrics`: 200
+    resamples of the archs, seed 0)."""
+    from nasbench_bert import metrics as mt
 
     x, y = np.asarray(x, float), np.asarray(y, float)
-    out = {"tau": float(kendalltau(x, y)[0]), "rho": float(spearmanr(x, y)[0])}
+    ctx = mt.RankContext(size=None if size is None else np.asarray(size, float))
+    est = mt.rank_metrics(x, y, ctx, bootstrap=200, seed=0)
+    out = {"tau": est["kendall_tau"].value, "rho": est["spearman_rho"].value, "tau_lo": est["kendall_tau"].ci_low,
+           "tau_hi": est["kendall_tau"].ci_high, "n": float(len(x))}
     if size is not None:
-        out["pw10"] = tau_pairs(x, y, pw_mask(np.asarray(size, float)))
+        out["pw10"] = est["tau_pw10"].value
     return {k: round(v, 4) for k, v in out.items()}
 
 
@@ -189,15 +182,23 @@ def summarize(values: dict[str, Any], glue: dict[int, float], *, small: bool = F
     from nasbench_bert.sizes import flexibert_num_params
 
     flex = Benchmark.load().to_pandas().set_index("id")
-    ids = values["as_trained"]["ids"]
+    ids = values["spec/as_trained"]["ids"]
     y = np.array([glue[i] for i in ids])
     archs = [flex.loc[i, "arch"] for i in ids]
     size = np.array([flexibert_num_params(a, "as_specified") for a in archs], float)
 
-    def col(label: str, proxy: str) -> np.ndarray:
+    pos = {i: k for k, i in enumerate(ids)}
+
+    def col(label: str, proxy: str, at: list[int] | None = None) -> np.ndarray:
+        """A run's values, at ``at`` (default: the run's own ids)."""
         v = values[label]
-        assert v["ids"] == ids, label
-        return np.array(v[proxy], float)
+        got = dict(zip(v["ids"], v[proxy]))
+        return np.array([got[i] for i in (at or v["ids"])], float)
+
+    def run(label: str, proxy: str) -> dict[str, float]:
+        """Metrics of one run over its own ids (the sweeps cover every 5th id)."""
+        sel = np.array([pos[i] for i in values[label]["ids"]])
+        return metrics(col(label, proxy), y[sel], size[sel])
 
     def m(x: np.ndarray, sel: np.ndarray | None = None) -> dict[str, float]:
         if sel is None:
@@ -217,7 +218,7 @@ def summarize(values: dict[str, Any], glue: dict[int, float], *, small: bool = F
         {sem: m(np.array(spec[sem]["nsc_model"])) for sem in SEMANTICS},
         "under a semantics: `nsc_model`, the same closed form over that model's weight matrices")
     row("#Params (NSC's row)", "tau 0.485, 10 %-PW 0.082 (NSC README)", "the as-specified parameter count",
-        m(size), {sem: m(col(sem, "num_params")) for sem in SEMANTICS})
+        m(size), {sem: run(sem, "num_params") for sem in SEMANTICS})
     # ZeroLM: alpha chosen on ids 0-249, reported on 250-499
     parts = [zerolm_parts(paper_matrices(a, per_head_qkv=True)) for a in archs]
     za, zf = np.array([p[0] for p in parts]), np.array([p[1] for p in parts])
@@ -248,12 +249,12 @@ def summarize(values: dict[str, Any], glue: dict[int, float], *, small: bool = F
         "tau on ids 250-499 only: see the ZeroLM section")
     row("W-PCA (`w_pca_first`)", "tau 0.635, 10 %-PW 0.417 (NSC README's re-run)",
         "NSC authors' protocol: own H, layer 0's F, seed 42, uniform ids 4 x 64, first FF Linear",
-        m(col("w_pca_nsc/nsc_eval", "w_pca_first")), {sem: m(col(sem, "w_pca_first")) for sem in SEMANTICS})
+        run("w_pca_nsc/nsc_eval", "w_pca_first"), {sem: run(sem, "w_pca_first") for sem in SEMANTICS})
     row("LPZero (`lpzero`)", "the paper's FlexiBERT table could not be read here; the repository's search log for this "
         "genotype records Spearman 0.8515", "the authors' model (`authors`), train mode, random tokens 16 x 128 "
-        "(for OpenWebText 128 x 512)", m(col("authors", "lpzero")), {sem: m(col(sem, "lpzero")) for sem in SEMANTICS})
+        "(for OpenWebText 128 x 512)", run("authors", "lpzero"), {sem: run(sem, "lpzero") for sem in SEMANTICS})
     row("SWAP (`swap`)", "rho 0.71 (SWAP README)", "the authors' model (`authors`), train mode, random tokens 16 x 128 "
-        "(for OpenWebText 128 x 512)", m(col("authors", "swap")), {sem: m(col(sem, "swap")) for sem in SEMANTICS})
+        "(for OpenWebText 128 x 512)", run("authors", "swap"), {sem: run(sem, "swap") for sem in SEMANTICS})
 
     # W-PCA: which part of the protocol moves it
     wpca = []
@@ -261,22 +262,24 @@ def summarize(values: dict[str, Any], glue: dict[int, float], *, small: bool = F
                         ("nsc_eval", "NSC construction, seed 0, random 16 x 128"),
                         *[(f"w_pca_nsc/{s}", f"{s}, seed 42, uniform 4 x 64") for s in SEMANTICS],
                         *[(s, f"{s}, seed 0, random 16 x 128") for s in SEMANTICS]):
-        wpca.append({"run": desc, "first": m(col(label, "w_pca_first")), "stack": m(col(label, "w_pca")),
-                     "params": m(col(label, "num_params"))})
+        wpca.append({"run": desc, "first": run(label, "w_pca_first"), "stack": run(label, "w_pca"),
+                     "params": run(label, "num_params")})
 
     # baselines beside every figure
     depth = np.array([len(a.split("/")) - 1 for a in archs], float)
     hidden = np.array([int(a.split("/")[0]) for a in archs], float)
     baselines = {"number of layers": m(depth), "hidden size": m(hidden), "layers, then hidden size": m(depth * 1000 + hidden)}
+    sweep = np.array([pos[i] for i in values["as_trained"]["ids"]])
+    baselines_sweep = {k: m(v, sweep) for k, v in (("number of layers", depth), ("hidden size", hidden),
+                                                          ("layers, then hidden size", depth * 1000 + hidden))}
 
     # how much the batch matters: authors model, every 10th id
     batch = []
     if "batch/random seed 1" in values:
         bids = values["batch/random seed 1"]["ids"]
-        pos = [ids.index(i) for i in bids]
-        yb = y[pos]
+        yb = y[[pos[i] for i in bids]]
         for proxy in ("w_pca_first", "lpzero", "swap"):
-            base = col("authors", proxy)[pos]
+            base = col("authors", proxy, bids)
             entry = {"proxy": proxy, "random 16 x 128, seed 0": metrics(base, yb)}
             for label in [k for k in values if k.startswith("batch/")]:
                 v = np.array(values[label][proxy], float)
@@ -284,16 +287,25 @@ def summarize(values: dict[str, Any], glue: dict[int, float], *, small: bool = F
             batch.append(entry)
     return {
         "small": small, "n": len(ids), "batch_n": len(values.get("batch/random seed 1", {}).get("ids", [])),
-        "rows": rows, "zerolm": zerolm, "w_pca": wpca, "baselines": baselines, "batch": batch,
+        "sweep_n": len(sweep), "rows": rows, "zerolm": zerolm, "w_pca": wpca, "baselines": baselines,
+        "baselines_sweep": baselines_sweep, "batch": batch,
         "seconds_per_arch": {k: round(v["seconds_per_arch"], 3) for k, v in values.items() if "seconds_per_arch" in v},
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch threads 1",
     }
 
 
 # -- the page --------------------------------------------------------------------------------------
-def _f(d: dict[str, float], keys: tuple[str, ...] = ("tau", "rho", "pw10")) -> str:
-    return " / ".join("–" if d.get(k) is None or (isinstance(d.get(k), float) and math.isnan(d[k])) else f"{d[k]:.3f}"
-                      for k in keys)
+def _f(d: dict[str, float], keys: tuple[str, ...] = ("tau", "rho", "pw10"), full: float = 500) -> str:
+    """tau [95 % interval] / rho / 10 %-PW tau, and n where fewer than ``full`` archs."""
+    def one(k: str) -> str:
+        v = d.get(k)
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "–"
+        if k == "tau" and d.get("tau_lo") is not None and not math.isnan(d["tau_lo"]):
+            return f"{v:.3f} [{d['tau_lo']:.2f}, {d['tau_hi']:.2f}]"
+        return f"{v:.3f}"
+    n = d.get("n")
+    return " / ".join(one(k) for k in keys) + (f" (n = {int(n)})" if n is not None and n < full else "")
 
 
 def render(summary: dict[str, Any]) -> str:
@@ -311,8 +323,9 @@ def render(summary: dict[str, Any]) -> str:
         "figure, this package's value in the paper's own protocol",
         "(`nasbench_bert.proxies.protocols`), and the proxy under the three semantics.",
         "",
-        f"Figures: **scipy's Kendall tau-b / Spearman rho / NSC's 10 %-PW tau** against the GLUE average over "
-        f"{summary['n']} archs. 10 %-PW tau is tau-b over the arch pairs whose as-specified parameter counts differ by "
+        f"Figures: **Kendall tau-b [95 % bootstrap interval] / Spearman rho / NSC's 10 %-PW tau** against the GLUE "
+        f"average over {summary['n']} archs, or over the {summary['sweep_n']} archs of the model-based sweeps on the "
+        "sweep batch (every 5th id; marked n = ...). 10 %-PW tau is tau-b over the arch pairs whose as-specified parameter counts differ by "
         "less than 10 % of the larger (this pair rule and size column reproduce NSC's #Params row exactly).",
         *(["", f"**Small form** (`--small`): {summary['n']} archs only; the numbers are not comparable with the "
            "papers'."] if summary["small"] else []),
@@ -332,9 +345,9 @@ def render(summary: dict[str, Any]) -> str:
         "",
         "Trivial baselines on the same archs (tau-b / rho / 10 %-PW tau); no proxy row above should be read without them:",
         "",
-        "| baseline | tau / rho / 10 %-PW |",
-        "|---|---|",
-        *[f"| {k} | {_f(v)} |" for k, v in b.items()],
+        "| baseline | all archs | the sweep's archs (every 5th id) |",
+        "|---|---|---|",
+        *[f"| {k} | {_f(v)} | {_f(summary['baselines_sweep'][k])} |" for k, v in b.items()],
         "",
         "## NSC",
         "",
@@ -434,6 +447,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cache", default=str(ROOT / "data" / "published-cache"), help="folder of per-arch cache parts")
     ap.add_argument("--out", default=str(DOC), help="the page to write (its JSON goes beside it)")
     ap.add_argument("--small", action="store_true", help="40 archs instead of 500 (a quick form)")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes for the model-based sweeps")
     ap.add_argument("--render-only", action="store_true", help="rewrite the page from its JSON; compute nothing")
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -444,9 +458,10 @@ def main(argv: list[str] | None = None) -> None:
 
         bench = Benchmark.load()
         ids = tuple(range(0, 500, 12)) if args.small else tuple(range(500))
-        batch_ids = tuple(ids[::4]) if args.small else tuple(BATCH_IDS)
+        batch_ids = tuple(ids[::4]) if args.small else BATCH_IDS
+        sweep_ids = ids if args.small else SWEEP_IDS
         cache = Path(args.cache)
-        values = compute(cache, ids, batch_ids, bench)
+        values = compute(cache, ids, batch_ids, sweep_ids, bench, jobs=args.jobs)
         glue = dict(zip(bench.to_pandas()["id"], bench.to_pandas()["glue"]))
         summary = summarize(values, glue, small=args.small)
     from nasbench_bert.atomic import atomic_write

@@ -349,7 +349,7 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
         """Load regenerated entries from ``path/entries/*.json``; returns how many.
 
         Every file is validated first (JSON, the entry schema, the arch, a file name that
-        is the arch's space index). A bad one is skipped with a :class:`UserWarning` that
+        is the arch's space index and the entry's recipe key). A bad one is skipped with a :class:`UserWarning` that
         names it and says why; with ``strict=True`` any bad file raises
         :class:`~nasbench_bert.DataIntegrityError` listing them all, and nothing is
         attached. A load never stops half-way.
@@ -378,8 +378,10 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
                 validate_entry(e)
                 mo = e["hparams"]["model_hparam_overrides"]
                 a = Arch.from_release({"hidden_size": mo["hidden_size"], "nas_config": mo["nas_config"]})
-                if f.stem != f"{a.index:08d}":
-                    raise ValueError(f"the file name says space index {f.stem}, the entry's arch has {a.index:08d}")
+                recipe = (e.get("recipe") or {}).get("key") if isinstance(e.get("recipe"), dict) else None
+                stem = f"{a.index:08d}" + (f"-{recipe}" if recipe else "")
+                if f.stem != stem:
+                    raise ValueError(f"the file name says {f.stem}, the entry's arch and recipe make {stem}")
                 scores = {RELEASE_TASK_NAMES.get(k, k): float(v) for k, v in e["scores"].items() if k != "glue"}
                 good.append((a, FlexiBERTResult(
                     id=e.get("id"), arch=a, scores=MappingProxyType(scores), glue=float(e["scores"]["glue"]),
