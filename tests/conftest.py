@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -12,6 +13,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # studies/ (the docs pages' code) sits beside the package, outside the wheel
+    sys.path.insert(0, str(ROOT))
 UPSTREAM = Path(os.environ.get("NASBENCH_BERT_RELEASE", ROOT.parent / "shared" / "upstream"))
 TFN = UPSTREAM / "training-free-nas" / "data"
 NLP = UPSTREAM / "nas-bench-nlp"

@@ -344,3 +344,17 @@ def test_w_pca_is_params_times_preactivation_pca():
     torch.manual_seed(5)
     ff_preactivations(cap.model, cap)
     assert torch.equal(torch.rand(1), a)
+
+
+def test_rank_ceilings_use_the_exact_repeats_sigma_and_cells(bench):
+    """The leaderboard's ceilings: Gaussian noise at the 9 exact repeats' sigma (the
+    primary figure) and the empirical model; within a cell the ceiling is lower than over
+    all archs (depth and width no longer help), and both sit well below 1."""
+    from nasbench_bert.surrogate.noise import noise_floor, rank_ceilings
+
+    c = rank_ceilings(bench, reps=8)
+    sigma = noise_floor(bench, bootstrap=10, reps=4)["exact_repeats"]["sigma"]
+    g = c[f"gaussian_exact_repeats_sigma_{sigma:.3f}"]
+    assert abs(sigma - 0.603) < 0.001
+    for model in (g, c["empirical_per_depth"]):
+        assert 0.8 < model["kendall_tau"][0] < 0.95 and 0.45 < model["tau_within_cell"][0] < model["kendall_tau"][0] - 0.15

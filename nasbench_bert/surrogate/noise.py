@@ -154,12 +154,26 @@ def tau_ceiling(bench: BenchmarkLike, noise: Callable[[np.ndarray, np.random.Gen
     """
     from scipy.stats import kendalltau
 
+    mu, depth, arch, noise = _expected_glue(bench, noise, sigma, seed)
+    rng = np.random.default_rng(seed)
+    uniq, inv = np.unique(arch, return_inverse=True)
+    taus = []
+    for r in range(reps):
+        obs = mu + noise(depth, rng)
+        fold = (np.random.default_rng(r).permutation(len(uniq)) % folds)[inv]
+        taus.append(np.mean([kendalltau(mu[fold == k], obs[fold == k])[0] for k in range(folds)]))
+    t = np.array(taus)
+    return float(t.mean()), float(np.percentile(t, 2.5)), float(np.percentile(t, 97.5))
+
+
+def _expected_glue(bench: BenchmarkLike, noise: Callable[[np.ndarray, np.random.Generator], np.ndarray] | None,
+                   sigma: float | None, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, Callable[..., np.ndarray]]:
+    """The shrunken per-arch expected GLUE (see :func:`tau_ceiling`), depth, arch and the sampler."""
     df = bench.to_pandas()
     y = df["glue"].to_numpy(float)
     depth = df["num_layers"].to_numpy()
     hidden = df["hidden_size"].to_numpy()
     arch = df["arch"].to_numpy()
-    rng = np.random.default_rng(seed)
     if noise is None:
         if sigma is None:
             raise InvalidArgumentError("noise = None and sigma = None: give noise= (a sampler) or sigma= (a float)")
@@ -174,14 +188,36 @@ def tau_ceiling(bench: BenchmarkLike, noise: Callable[[np.ndarray, np.random.Gen
                 continue
             f = np.sqrt(max(1 - var[d] / y[m].var(), 0.0))
             mu[m] = y[m].mean() + f * (y[m] - y[m].mean())
-    uniq, inv = np.unique(arch, return_inverse=True)
-    taus = []
-    for r in range(reps):
-        obs = mu + noise(depth, rng)
-        fold = (np.random.default_rng(r).permutation(len(uniq)) % folds)[inv]
-        taus.append(np.mean([kendalltau(mu[fold == k], obs[fold == k])[0] for k in range(folds)]))
-    t = np.array(taus)
-    return float(t.mean()), float(np.percentile(t, 2.5)), float(np.percentile(t, 97.5))
+    return mu, depth, arch, noise
+
+
+def rank_ceilings(bench: BenchmarkLike, reps: int = 100, seed: int = 0) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """The best a score of the spec or the model can reach against one noisy GLUE per
+    arch, over all ids as a leaderboard ranks them: tau-b, the expected tau-b under
+    random tie-breaking, and the within-cell tau (pairs of one (layers, hidden size)
+    cell, where the trivial rules stop), each (mean, 2.5 %, 97.5 %) over ``reps``
+    simulated benchmarks. Two noise models: Gaussian at the 9 exact repeats' sigma
+    (the primary figure) and the empirical per-depth model with collapses
+    (:class:`RunNoise`)."""
+    from .. import metrics
+
+    pairs = repeat_pairs(bench)
+    sigma = _sigma_ci(pairs[pairs["kind"] == "exact repeat"]["diff"].to_numpy())[0]
+    df = bench.to_pandas()
+    cells = df["num_layers"].to_numpy(np.int64) * 1000 + df["hidden_size"].to_numpy(np.int64)
+    out: dict[str, dict[str, tuple[float, float, float]]] = {}
+    for name, kw in ((f"gaussian_exact_repeats_sigma_{sigma:.3f}", {"sigma": sigma}),
+                     ("empirical_per_depth", {"noise": RunNoise(bench).sample})):
+        mu, depth, _, noise = _expected_glue(bench, kw.get("noise"), kw.get("sigma"), seed)
+        rng = np.random.default_rng(seed)
+        got: dict[str, list[float]] = {"kendall_tau": [], "tau_within_cell": []}
+        for _ in range(reps):
+            obs = mu + noise(depth, rng)
+            got["kendall_tau"].append(metrics.kendall_tau_b(mu, obs))
+            got["tau_within_cell"].append(metrics.tau_within_cell(mu, obs, cells))
+        out[name] = {k: (float(np.mean(v)), float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5)))
+                     for k, v in got.items()}
+    return out
 
 
 def noise_floor(bench: BenchmarkLike, bootstrap: int = 2000, reps: int = 200, seed: int = 0) -> dict[str, Any]:
