@@ -176,7 +176,7 @@ def score(
 
 
 def _score_one(values: pd.DataFrame, target: str | pd.Series, *, proxies: Iterable[str] | None, space: str,
-               control: str | None, bootstrap: int, top: float, seed: int, bench: Any,
+               control: str | None, bootstrap: int, top: float, seed: int, bench: BenchmarkLike | None,
                context: metrics.RankContext | None) -> pd.DataFrame:
     if not isinstance(values, pd.DataFrame) or values.empty:
         raise InvalidArgumentError("values must be a non-empty pandas DataFrame of proxy columns")
@@ -312,7 +312,7 @@ def _bench(bench: BenchmarkLike | None) -> BenchmarkLike:
     return check_bench(bench)
 
 
-def _flexibert_lookup(df: pd.DataFrame, target: str, bench: BenchmarkLike) -> np.ndarray:
+def _flexibert_lookup(df: pd.DataFrame, target: str, bench: BenchmarkLike | None) -> np.ndarray:
     flex = _bench(bench).to_pandas()
     if "id" in df:
         m = dict(zip(flex.id, flex[target]))
@@ -323,7 +323,7 @@ def _flexibert_lookup(df: pd.DataFrame, target: str, bench: BenchmarkLike) -> np
     raise InvalidArgumentError(f"target = {target!r} needs an 'id' or 'arch' column in values")
 
 
-def _nlp_lookup(df: pd.DataFrame, target: str, bench: BenchmarkLike) -> np.ndarray:
+def _nlp_lookup(df: pd.DataFrame, target: str, bench: BenchmarkLike | None) -> np.ndarray:
     nlp = _bench(bench).nlp
     table = nlp.wikitext2 if target == "wikitext2_loss" else nlp.ptb
     col = {"wikitext2_loss": "final_test_loss"}.get(target, target)  # NaN for the 4 diverged runs
@@ -336,7 +336,7 @@ def _nlp_lookup(df: pd.DataFrame, target: str, bench: BenchmarkLike) -> np.ndarr
     raise InvalidArgumentError(f"target = {target!r} needs a 'log_name' or 'recipe_id' column in values")
 
 
-def _flexibert_stored(bench: BenchmarkLike) -> pd.DataFrame:
+def _flexibert_stored(bench: BenchmarkLike | None) -> pd.DataFrame:
     bench = _bench(bench)
     p = bench.data.table("flexibert_proxies").to_pandas()
     if "activation_distance_hook_multiplicity" in p:  # the per-pass value (docs/errata.md)
@@ -362,7 +362,7 @@ def _arch_or_none(value: Any) -> Arch | None:
         return None
 
 
-def _flexibert_keys(df: pd.DataFrame, bench: Any) -> list[Any]:
+def _flexibert_keys(df: pd.DataFrame, bench: BenchmarkLike | None) -> list[Any]:
     """The arch of each row: by ``id`` (the benchmark's arch), else the ``arch`` column."""
     if "id" in df:
         flex = _bench(bench).to_pandas()
@@ -379,7 +379,7 @@ def _flexibert_keys(df: pd.DataFrame, bench: Any) -> list[Any]:
     return [None] * len(df)
 
 
-def _flexibert_context(df: pd.DataFrame, bench: Any) -> metrics.RankContext:
+def _flexibert_context(df: pd.DataFrame, bench: BenchmarkLike | None) -> metrics.RankContext:
     facts = np.array([_arch_facts(str(a)) if a is not None else (np.nan,) * 4 for a in _flexibert_keys(df, bench)],
                      dtype=float).reshape(len(df), 4)
     cells = np.where(np.isfinite(facts[:, 0]), facts[:, 0] * 10_000 + facts[:, 1], np.nan)
@@ -388,12 +388,12 @@ def _flexibert_context(df: pd.DataFrame, bench: Any) -> metrics.RankContext:
                                cells_name="(layers, hidden size)")
 
 
-def _nlp_tables(bench: Any) -> list[pd.DataFrame]:
+def _nlp_tables(bench: BenchmarkLike | None) -> list[pd.DataFrame]:
     nlp = _bench(bench).nlp
     return [nlp.ptb, nlp.wikitext2]
 
 
-def _nlp_rows(df: pd.DataFrame, bench: Any) -> tuple[list[Any], np.ndarray]:
+def _nlp_rows(df: pd.DataFrame, bench: BenchmarkLike | None) -> tuple[list[Any], np.ndarray]:
     """(recipe or None, parameter count or NaN) of each row: from its ``recipe``, or its
     run (``log_name``, or ``key`` as the sweep labels runs; PTB first, then WikiText-2),
     or its ``recipe_id`` (PTB)."""
@@ -431,17 +431,17 @@ def _nlp_rows(df: pd.DataFrame, bench: Any) -> tuple[list[Any], np.ndarray]:
     return parsed, sizes
 
 
-def _nlp_keys(df: pd.DataFrame, bench: Any) -> list[Any]:
+def _nlp_keys(df: pd.DataFrame, bench: BenchmarkLike | None) -> list[Any]:
     return _nlp_rows(df, bench)[0]
 
 
-def _nlp_context(df: pd.DataFrame, bench: Any) -> metrics.RankContext:
+def _nlp_context(df: pd.DataFrame, bench: BenchmarkLike | None) -> metrics.RankContext:
     size = _nlp_rows(df, bench)[1]
     return metrics.RankContext(cells=size.copy(), size=size, size_name="num_params", controls=size[:, None],
                                control_names=("num_params",), cells_name="(equal parameter count)")
 
 
-def rank_context(values: pd.DataFrame, space: str = "flexibert", bench: Any = None) -> metrics.RankContext:
+def rank_context(values: pd.DataFrame, space: str = "flexibert", bench: BenchmarkLike | None = None) -> metrics.RankContext:
     """The cells, pw10 size and controls of the rows of ``values`` (see the module
     docstring): FlexiBERT rows are found by ``id`` or ``arch``, NAS-Bench-NLP rows by
     ``log_name`` (or ``key``), ``recipe_id`` or ``recipe``. A row that cannot be found
@@ -451,7 +451,7 @@ def rank_context(values: pd.DataFrame, space: str = "flexibert", bench: Any = No
     return scoring_space(space).context(values.reset_index(drop=True), bench)
 
 
-def baseline_values(values: pd.DataFrame, space: str = "flexibert", *, semantics: Any = "as_trained", bench: Any = None,
+def baseline_values(values: pd.DataFrame, space: str = "flexibert", *, semantics: Any = "as_trained", bench: BenchmarkLike | None = None,
                     names: Iterable[str] | None = None) -> pd.DataFrame:
     """The trivial spec baselines (:mod:`nasbench_bert.proxies.baselines`) of the rows
     of ``values``, one column each, aligned with its rows; torch-free. ``semantics``
@@ -511,7 +511,7 @@ def scoring_space(space: Any) -> ScoringSpace:
     return SCORING_SPACES[check_choice("space", space, tuple(SCORING_SPACES))]
 
 
-def _lookup(df: pd.DataFrame, target: str, bench: BenchmarkLike, space: str = "flexibert") -> np.ndarray:
+def _lookup(df: pd.DataFrame, target: str, bench: BenchmarkLike | None, space: str = "flexibert") -> np.ndarray:
     sp = SCORING_SPACES["nlp"] if target in ("test_loss", "wikitext2_loss") or (
         target == "num_params" and ("log_name" in df or "recipe_id" in df)) else scoring_space(space)
     return sp.lookup(df, target, bench)

@@ -6,7 +6,7 @@ under the field's metrics.
                                   [--bootstrap 1000]
 
 Live values come from the proxy cache (``--cache/<semantics>/``, written by
-``builders.proxy_study``; W-PCA and the non-embedding count in
+``studies.proxy_study``; W-PCA and the non-embedding count in
 ``--cache/leaderboard-<semantics>/``); whatever is missing is computed (resumable; about
 an hour for everything from scratch here, a minute when cached). Stored values are the
 release's. Scores (``nasbench_bert.scoring.score``, 95 % bootstrap intervals over the
@@ -51,7 +51,7 @@ PUBLISHED: list[dict[str, Any]] = [
      "source": "not verified here"},
 ]
 
-#: proxies cached by builders.proxy_study under each semantics (``authors`` ran the paper's set)
+#: proxies cached by studies.proxy_study under each semantics (``authors`` ran the paper's set)
 NEW = ["w_pca", "nonembedding_params"]
 
 

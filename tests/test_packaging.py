@@ -61,6 +61,12 @@ def test_wheel_installs_one_import_name_and_finds_its_data(tmp_path, release_ent
     assert tops == {"nasbench_bert"}, tops  # one import name
     assert "nasbench_bert/schemas/flexibert_entry.schema.json" in names
     assert "nasbench_bert/builders/entry.py" in names
+    # the code behind the docs pages stays in the checkout's studies/, outside the wheel
+    study_modules = {p.stem for p in (ROOT / "studies").glob("*.py")} - {"__init__"}
+    assert {"leaderboard", "proxy_study", "errata", "surrogate_study", "analysis", "published"} <= study_modules
+    shipped = {n.rsplit("/", 1)[-1][:-3] for n in names if n.endswith(".py")}
+    assert not study_modules & shipped, study_modules & shipped
+    assert not any(n.startswith("studies/") for n in names)
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(whl)], check=True)
     outside = tmp_path / "elsewhere"

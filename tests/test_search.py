@@ -10,7 +10,7 @@ import pytest
 from nasbench_bert import FLEXIBERT_SPACE, NotEvaluatedError, search
 from nasbench_bert.sizes import flexibert_num_params
 from nasbench_bert.spaces.flexibert import SPACE_SIZE, arch_at
-from nasbench_bert.builders.analysis import operation_effect  # noqa: E402
+from studies.analysis import operation_effect  # noqa: E402
 from nasbench_bert.surrogate import (
     CHOICES_PER_LAYER, cross_validate, decode_indices, featurize_indices,
 )

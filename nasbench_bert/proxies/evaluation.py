@@ -40,6 +40,7 @@ from typing import Any, Callable, Iterable, Sequence
 import pandas as pd
 
 from ..checks import check_bool, check_int, check_names, check_seed
+from ..vocabulary import BenchmarkLike
 from ..data.tables import GLUE_TASKS
 from ..errors import InvalidArgumentError
 from ..executors import check_executor
@@ -194,7 +195,7 @@ class _Items:
     compute_items: list[Any]  # what proxies.compute takes for each row
 
 
-def _flexibert_items(bench: Any, ids: list[int] | None) -> _Items:
+def _flexibert_items(bench: BenchmarkLike | None, ids: list[int] | None) -> _Items:
     from ..spaces.flexibert import Arch
 
     flex = bench.to_pandas()
@@ -204,14 +205,14 @@ def _flexibert_items(bench: Any, ids: list[int] | None) -> _Items:
     return _Items(pd.DataFrame({"id": ids, "arch": [str(a) for a in archs]}), archs, list(ids))
 
 
-def nlp_runs(bench: Any) -> pd.DataFrame:
+def nlp_runs(bench: BenchmarkLike | None) -> pd.DataFrame:
     """The PTB runs whose recipe is public (log_name, recipe, recipe_hash), in table order:
     the NAS-Bench-NLP rows :func:`evaluate` ranks (``nlp_ids`` are positions here)."""
     p = bench.nlp.ptb
     return p.loc[p.recipe.notna(), ["log_name", "recipe", "recipe_hash"]].reset_index(drop=True)
 
 
-def _nlp_items(bench: Any, pos: list[int] | None) -> _Items:
+def _nlp_items(bench: BenchmarkLike | None, pos: list[int] | None) -> _Items:
     from ..spaces.nlp import parse_recipe
 
     runs = nlp_runs(bench)
@@ -233,7 +234,7 @@ def _group_keys(space: str, items: _Items, sem: Semantics, dedupe: bool) -> list
 
 
 def _sweep(space: str, items: _Items, names: list[str], sem: Semantics, *, dedupe: bool, spec: BatchSpec, seed: int,
-           dtype: str, bench: Any, cache: Path | None, jobs: int, executor: str, ray_address: str | None,
+           dtype: str, bench: BenchmarkLike | None, cache: Path | None, jobs: int, executor: str, ray_address: str | None,
            progress: bool) -> pd.DataFrame:
     """Values of the model-based proxies ``names`` for every row, computing one
     representative per identical model; columns: the proxies, ``<proxy>__error``,
@@ -297,7 +298,7 @@ def evaluate(
     seed: int = 0,
     dtype: str = "float32",
     bootstrap: int = 200,
-    bench: Any = None,
+    bench: BenchmarkLike | None = None,
 ) -> Evaluation:
     """Rank ``proxy`` on the benchmarks beside the trivial baselines and the published
     analytic scores, with every metric of :mod:`nasbench_bert.scoring`.
@@ -378,7 +379,7 @@ def evaluate(
 def _evaluate(name: str, bms: list[str], sems: list[Semantics], compare: list[str], id_list: list[int] | None,
               nlp_pos: list[int] | None, tasks: bool, dedupe: bool, cache_dir: Path | None, jobs: int, executor: str,
               ray_address: str | None, progress: bool, specs: dict[str, BatchSpec], seed: int, dtype: str,
-              bootstrap: int, bench: Any, t0: float, callable_proxy: bool) -> Evaluation:
+              bootstrap: int, bench: BenchmarkLike | None, t0: float, callable_proxy: bool) -> Evaluation:
     from ..scoring import score
 
     notes: list[str] = []

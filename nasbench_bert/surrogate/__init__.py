@@ -8,7 +8,7 @@ numpy (scipy for statistics), so ``Benchmark.query(arch, allow_surrogate=True)``
 on the light install; LightGBM is an optional family (``"lgbm"``).
 
 How good it is, against what the data allows, is in ``docs/surrogate.md``
-(``python -m nasbench_bert.builders.surrogate_study``):
+(``python -m studies.surrogate_study``):
 
 * :func:`cross_validate` - k-fold by arch, every family, the parameter-count baselines
   and the noise ceiling (:mod:`.noise`);

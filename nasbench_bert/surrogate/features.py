@@ -8,7 +8,7 @@ Two feature sets:
 
 * :func:`featurize_indices` - the 0.1 layout, kept as it was (per-slot one-hots of
   operation, heads, feed-forward width and depth, then hidden size, depth and the log
-  *as-specified* parameter count, in that order; ``builders.analysis`` reads it);
+  *as-specified* parameter count, in that order; ``studies.analysis`` reads it);
 * :func:`surrogate_features` - what the surrogate fits on. The GLUE scores belong to the
   ``as_trained`` model (:data:`~nasbench_bert.semantics.AS_TRAINED`), in which every
   layer is scaled dot-product attention and the feed-forward stack is

@@ -1,6 +1,6 @@
 """Analyses of the benchmark whose results are reported in ``docs/`` (not part of the API).
 
-    python -m nasbench_bert.builders.analysis
+    python -m studies.analysis
 
 * :func:`operation_effect` - how much GLUE variance the per-layer operation fields explain
   beyond hidden size, depth, heads and feed-forward settings (nested OLS, partial F-test,
