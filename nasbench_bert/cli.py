@@ -481,29 +481,37 @@ def _load_plugins(sub: Any) -> None:
             continue
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    from .data.tables import GLUE_TASKS, TABLES
-
-    ap = argparse.ArgumentParser(prog="nasbench-bert", description="Query the FlexiBERT and NAS-Bench-NLP benchmarks")
-    ap.add_argument("--data", default=None, help="data directory (default: the documented order, docs/data.md 'Where Benchmark.load() finds them')")
-    ap.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("info", help="tables, coverage and a summary of both benchmarks").set_defaults(fn=cmd_info)
+def _add_query(sub: Any) -> None:
+    """``query``: one arch or NAS-Bench-NLP run."""
     q = sub.add_parser("query", help="look up one arch (id, canonical string or release JSON) or NAS-Bench-NLP run")
     q.add_argument("arch", help="an id, a canonical arch string, inline JSON or a .json file (NLP: recipe id, log name, recipe)")
     q.add_argument("--nlp", action="store_true", help="query NAS-Bench-NLP (recipe id, log name or recipe JSON)")
     q.add_argument("--dataset", default="ptb", choices=["ptb", "wikitext2"], help="NAS-Bench-NLP dataset (with --nlp)")
     q.add_argument("--json", action="store_true", help="print the result as JSON")
     q.set_defaults(fn=cmd_query)
+
+
+def _add_sample(sub: Any) -> None:
+    """``sample``: evaluated archs, or the whole space."""
     s = sub.add_parser("sample", help="sample evaluated archs (or, with --space, from the whole space)")
     s.add_argument("-n", type=int, default=5, help="how many archs")
     s.add_argument("--seed", type=int, default=0, help="random seed (the same seed gives the same archs)")
     s.add_argument("--space", action="store_true", help="sample the whole 10.6M space instead of the evaluated archs")
     s.set_defaults(fn=cmd_sample)
+
+
+def _add_export(sub: Any) -> None:
+    """``export``: a table to CSV or parquet."""
+    from .data.tables import TABLES
+
     e = sub.add_parser("export", help="export a table to CSV or parquet")
     e.add_argument("table", choices=sorted(TABLES), help="which table")
     e.add_argument("--out", required=True, help="output file (.csv or .parquet), written atomically")
     e.set_defaults(fn=cmd_export)
+
+
+def _add_build_data(sub: Any) -> None:
+    """``build-data``: the tables from the release files."""
     b = sub.add_parser("build-data", help="build the tables from the release files (folder, URL or 'github')")
     b.add_argument("--release", default=None, help="folder, base URL or 'github' (default: $NASBENCH_BERT_RELEASE, else 'github')")
     b.add_argument("--out", default=None, help="data folder (default: the user cache, where loading looks)")
@@ -513,6 +521,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     b.add_argument("--hardware", default=None,
                    help="folder of a hardware measurement to include (default: $NASBENCH_BERT_HARDWARE, else <cache>/measured)")
     b.set_defaults(fn=cmd_build_data)
+
+
+def _add_download(sub: Any) -> None:
+    """``download``: the tables from the Hugging Face Hub."""
     from .data.hub import DEFAULT_REPO_ID, DEFAULT_REVISION
 
     d = sub.add_parser("download", help="download and verify the tables from the Hugging Face Hub (or a mirror)")
@@ -520,8 +532,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--revision", default=DEFAULT_REVISION, help="branch, tag or commit sha (pin a sha)")
     d.add_argument("--endpoint", default=None, help="Hub endpoint or mirror (default $HF_ENDPOINT or huggingface.co)")
     d.set_defaults(fn=cmd_download)
+
+
+def _add_proxies(sub: Any) -> None:
+    """``proxies``: its four subcommands."""
     px = sub.add_parser("proxies", help="zero-cost proxies: compute live, score against the benchmarks")
     psub = px.add_subparsers(dest="pcmd", required=True)
+    _add_proxies_compute(psub)
+    _add_proxies_score(psub)
+    _add_proxies_evaluate(psub)
+    _add_proxies_export(psub)
+
+
+def _add_proxies_compute(psub: Any) -> None:
+    """``proxies compute``: live values on real models."""
     pc = psub.add_parser("compute", help="compute proxies on real models (resumable with --cache)")
     pc.add_argument("--space", default="flexibert", choices=["flexibert", "nlp"], help="which benchmark's archs")
     pc.add_argument("--ids", default="all", help="FlexiBERT ids / NLP row numbers: 'all' or '0-99,250'")
@@ -543,6 +567,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="N archs sampled from the whole 10.6M space (seeded by --seed) instead of benchmark ids")
     pc.add_argument("--out", required=True, help="result table (.parquet or .csv)")
     pc.set_defaults(fn=cmd_proxies_compute)
+
+
+def _add_proxies_score(psub: Any) -> None:
+    """``proxies score``: rank metrics against a benchmark."""
     ps = psub.add_parser("score", help="Kendall tau / Spearman rho (+ CIs, top-10%%, size-controlled) of proxies")
     ps.add_argument("--space", default="flexibert", choices=["flexibert", "nlp"], help="which benchmark")
     ps.add_argument("--values", default=None, help="a table from 'proxies compute' (default: the stored proxies)")
@@ -555,6 +583,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ps.add_argument("--baseline-semantics", default="as_trained", choices=list(SEMANTICS_NAMES),
                     help="whose parameters the baselines' counts are, with --values (stored: as_trained)")
     ps.set_defaults(fn=cmd_proxies_score)
+
+
+def _add_proxies_evaluate(psub: Any) -> None:
+    """``proxies evaluate``: a new proxy beside the baselines."""
     pv = psub.add_parser("evaluate", help="rank a new proxy (module:function or a registered name) on every model, "
                                           "beside the trivial baselines and the published analytic scores")
     pv.add_argument("proxy", help="'module:function' or 'path/file.py:function' taking (model, batch) -> float, "
@@ -582,6 +614,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     pv.add_argument("--out", default=None, help="result file (.md, .csv or .json), written atomically (default: stdout)")
     pv.add_argument("--format", default=None, choices=["md", "csv", "json"], help="output format (default: from --out, else md)")
     pv.set_defaults(fn=cmd_proxies_evaluate)
+
+
+def _add_proxies_export(psub: Any) -> None:
+    """``proxies export``: NAS-Bench-Suite-Zero files."""
+    from .data.tables import GLUE_TASKS
+
     pe = psub.add_parser("export", help="proxies and results in NAS-Bench-Suite-Zero's zc_<space>.json layout")
     pe.add_argument("--format", default="naszero", choices=["naszero"], help="file layout (NAS-Bench-Suite-Zero)")
     pe.add_argument("--out", required=True, help="folder for zc_flexibert.json and zc_nasbench_nlp.json")
@@ -592,6 +630,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     pe.add_argument("--tasks", default=",".join(("glue", *GLUE_TASKS)),
                     help="FlexiBERT tasks (comma-separated): glue and the GLUE tasks")
     pe.set_defaults(fn=cmd_proxies_export)
+
+
+def _add_hardware(sub: Any) -> None:
+    """``hardware``: CPU latency, memory and FLOPs."""
     hw = sub.add_parser("hardware", help="measure CPU latency, peak memory and FLOPs (resumable with --cache)")
     hw.add_argument("--ids", default="all", help="benchmark ids: 'all' or '0-99,250'")
     hw.add_argument("--sample", type=int, default=None, metavar="N",
@@ -605,6 +647,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     hw.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local instance)")
     hw.add_argument("--out", required=True, help="result table (.parquet or .csv)")
     hw.set_defaults(fn=cmd_hardware)
+
+
+def _add_search(sub: Any) -> None:
+    """``search``: run, compare, cv."""
     se = sub.add_parser("search", help="NAS algorithms on the benchmark; surrogate quality")
     ssub = se.add_subparsers(dest="scmd", required=True)
     sr = ssub.add_parser("run", help="one search run -> trajectory")
@@ -625,7 +671,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     sc.add_argument("--plot", default=None, help="curves plot (.png)")
     ssub.add_parser("cv", help="surrogate cross-validation (5 folds by arch)")
     se.set_defaults(fn=cmd_search)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``nasbench-bert`` parser: the global options, one registering function per
+    subcommand, and the plugins' subcommands (``build-entry``, ``publish``)."""
+    ap = argparse.ArgumentParser(prog="nasbench-bert", description="Query the FlexiBERT and NAS-Bench-NLP benchmarks")
+    ap.add_argument("--data", default=None, help="data directory (default: the documented order, docs/data.md 'Where Benchmark.load() finds them')")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("info", help="tables, coverage and a summary of both benchmarks").set_defaults(fn=cmd_info)
+    for add in (_add_query, _add_sample, _add_export, _add_build_data, _add_download, _add_proxies, _add_hardware,
+                _add_search):
+        add(sub)
     _load_plugins(sub)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; library errors become one red line and exit code 2."""
+    ap = build_parser()
     args = ap.parse_args(argv)
     try:
         args.fn(args)
