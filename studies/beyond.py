@@ -199,14 +199,15 @@ class Inputs:
     families: dict[str, dict[str, np.ndarray]]
 
 
-def load_inputs(live_cache: Path | None, *, live: bool = True) -> Inputs:
+def load_inputs(live_cache: Path | None, *, live: bool = True, bench: Any = None) -> Inputs:
     """The benchmark's GLUE, the package's trivial baselines and rank context, the spec
-    features, and (``live``) the as_trained live proxies from ``live_cache``."""
+    features, and (``live``) the as_trained live proxies from ``live_cache``
+    (``bench``: a loaded :class:`~nasbench_bert.Benchmark`, default the user cache's)."""
     import pandas as pd
 
     from nasbench_bert import Benchmark, proxies, scoring
 
-    bench = Benchmark.load()
+    bench = Benchmark.load() if bench is None else bench
     flex = bench.to_pandas().sort_values("id").reset_index(drop=True)
     rows = pd.DataFrame({"id": flex["id"].astype(int)})
     ctx = scoring.rank_context(rows, bench=bench)
