@@ -84,8 +84,7 @@ def runs(ids: tuple[int, ...], batch_ids: tuple[int, ...], sweep_ids: tuple[int,
         out.append(Run(f"{sem}", tuple(MODEL_PROXIES), sem, SWEEP_BATCH, 0, sweep_ids))
     # how much the batch matters (LPZero and SWAP were run on OpenWebText, unavailable here)
     for label, batch in (("random seed 1", dict(SWEEP_BATCH, seed=1)),
-                         ("RTE text (GLUE format)", dict(SWEEP_BATCH, source=f"glue:{rte}")),
-                         ("random 32 x 256", dict(SWEEP_BATCH, batch_size=32, seq_len=256))):
+                         ("RTE text (GLUE format)", dict(SWEEP_BATCH, source=f"glue:{rte}"))):
         out.append(Run(f"batch/{label}", ("w_pca_first", "lpzero", "swap"), "authors", batch, 0, batch_ids))
     return out
 
