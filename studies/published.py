@@ -465,8 +465,9 @@ def main(argv: list[str] | None = None) -> None:
         summary = summarize(values, glue, small=args.small)
     from nasbench_bert.atomic import atomic_write
 
-    atomic_write(out.with_suffix(".json"), json.dumps(summary, indent=1, sort_keys=True) + "\n")
-    atomic_write(out, render(summary))
+    text = json.dumps(summary, indent=1, sort_keys=True) + "\n"
+    atomic_write(out.with_suffix(".json"), text)
+    atomic_write(out, render(json.loads(text)))  # the page is the rendering of the JSON as stored (key order too)
     print(f"wrote {out} and {out.with_suffix('.json')}")
 
 
