@@ -40,7 +40,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from .registry import REGISTRY, SPACES, Proxy, ProxyValue
+from .registry import NAME_RESOLVERS, REGISTRY, SPACES, Proxy, ProxyValue
 
 #: names this module registered (only these may be replaced by a re-registration)
 CALLABLES: dict[str, Callable[..., Any]] = {}
@@ -173,3 +173,6 @@ def unregister_callable(name: str) -> None:
         for space in SPACES:
             REGISTRY[space].pop(name, None)
         del CALLABLES[name]
+
+
+NAME_RESOLVERS.append(register_callable)  # registry.get resolves 'module:function' through it

@@ -53,6 +53,10 @@ NEEDS = frozenset({
 #: proxies of later papers: :mod:`.nsc`, :mod:`.lpzero`, :mod:`.swap`)
 GROUPS: tuple[str, ...] = ("paper", "etas", "baseline", "trivial", "published")
 SPACES: tuple[str, ...] = ("flexibert", "nlp")  # the keys of proxies.spaces.PROXY_SPACES
+#: what turns a name not registered yet (``"module:function"``) into a registered proxy:
+#: :mod:`.callables` adds its resolver when imported (:mod:`.builtin` imports it), so
+#: this bottom module never imports the one above it
+NAME_RESOLVERS: list[Callable[[str], Any]] = []
 
 
 @dataclass(frozen=True)
@@ -167,9 +171,8 @@ def get(space: str, names: Iterable[str] | str | None) -> list[Proxy]:
     out = []
     for n in names:
         if n not in reg and isinstance(n, str) and ":" in n:
-            from .callables import register_callable
-
-            register_callable(n)
+            for resolve in NAME_RESOLVERS:  # .callables' register_callable (added on import)
+                resolve(n)
         if n not in reg:
             raise InvalidArgumentError(f"proxy = {n!r} is not registered for space {space!r}; allowed values: {sorted(reg)}, "
                                        f"a group {['all', *GROUPS]}, or 'module:function' (a (model, batch) -> float callable)")
