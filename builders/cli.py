@@ -22,7 +22,8 @@ console = Console()
 def cmd_build_entry(args: argparse.Namespace) -> None:
     from nasbench_bert import Benchmark
 
-    from .entry import build_many
+    from .entry import build_many, make_recipe
+    from .glue import TASKS
 
     archs: list[Any] = []
     for a in args.arch:
@@ -42,23 +43,33 @@ def cmd_build_entry(args: argparse.Namespace) -> None:
     fin = {k: v for k, v in {"epochs": args.epochs, "max_train_examples": args.max_train_examples,
                              "batch_size": args.finetune_batch_size}.items() if v is not None}
     pre, fin = accelerator_options(args, pre, fin)
+    tasks = None
+    if args.tasks is not None:
+        tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+        if not tasks:
+            raise InvalidArgumentError(f"--tasks = {args.tasks!r} names no task; allowed: comma-separated names of "
+                                       f"{sorted(TASKS)}, or leave it out for all 8")
+    # every field checked (and the recipe key made) before any work; a rerun of the same
+    # recipe is "skipped", a changed recipe (steps, tasks, semantics, ...) is a new entry
+    recipe = make_recipe(corpus=args.corpus, glue=args.glue, tasks=tasks, pretrain_config=pre, finetune_config=fin,
+                         semantics=args.semantics)
     done_before: set[int] = set()
     if args.results:
         from .results import ResultsTable
 
         table = ResultsTable(args.results)
-        done_before = {i for i, a in enumerate(archs) if table.has(a)}
+        done_before = {i for i, a in enumerate(archs) if table.has(a, recipe.key)}
     todo = len(archs) - len(done_before)
     with console.status(f"building {todo} entr{'y' if todo == 1 else 'ies'} ({len(done_before)} already built): "
                         "pretraining, then finetuning on each GLUE task"):
         out = build_many(archs, executor=args.executor, ray_address=args.ray_address, corpus=args.corpus, glue=args.glue,
-                         tasks=args.tasks.split(",") if args.tasks else None, pretrain_config=pre, finetune_config=fin,
+                         tasks=tasks, pretrain_config=pre, finetune_config=fin,
                          results=args.results, workdir=args.workdir, semantics=args.semantics, device=args.device,
                          **({"gpus_per_arch": args.gpus_per_arch} if args.gpus_per_arch is not None else {}),
                          **({"cpus_per_arch": args.cpus_per_arch} if args.cpus_per_arch is not None else {}))
     for i, (a, e) in enumerate(zip(archs, out)):
         if i in done_before:
-            console.print(f"{a}: skipped: already built ({args.results})")
+            console.print(f"{a}: skipped: already built with this recipe ({recipe.key}) in {args.results}")
         elif e is None:
             console.print(f"{a}: claimed by another builder, skipped")
         else:

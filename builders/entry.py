@@ -9,6 +9,8 @@ Sweeps run through an executor: ``"local"`` (one process, the default) or ``"ray
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 import os
 import platform
@@ -26,9 +28,75 @@ from nasbench_bert.semantics import AS_TRAINED, SemanticsLike, get_semantics
 from nasbench_bert.sizes import flexibert_num_params
 from nasbench_bert.spaces.flexibert import Arch
 
-from .glue import TASKS, FinetuneConfig, finetune
+from .glue import FINETUNE_EXECUTION_FIELDS, TASKS, FinetuneConfig, finetune
+from .pretrain import EXECUTION_FIELDS as PRETRAIN_EXECUTION_FIELDS
 from .pretrain import PretrainConfig, pretrain, resolve_device
 from .results import ResultsTable
+
+#: config fields that change how a build runs, not what it computes (checkpoint cadence,
+#: logging, corpus packing, prefetching, compilation, the attention kernel, the AdamW
+#: implementation): left out of the recipe key, so a resumed or faster build of the same
+#: recipe finds its entry. Precision and the optimiser are part of the recipe (bf16 and
+#: bias-corrected AdamW change the numbers).
+EXECUTION_FIELDS = frozenset(PRETRAIN_EXECUTION_FIELDS) | frozenset(FINETUNE_EXECUTION_FIELDS)
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """Everything that decides what an entry means: the semantics trained, the
+    pretraining and finetuning configs, the GLUE tasks and their source. Two builds with
+    the same :attr:`key` compute the same thing; a results table keys entries by arch
+    *and* recipe, so a changed recipe is a new entry, never "already built"."""
+
+    semantics: str
+    pretrain: PretrainConfig
+    finetune: FinetuneConfig
+    tasks: tuple[str, ...]
+    glue: str
+
+    def fields(self) -> dict[str, Any]:
+        """The recipe as plain JSON (execution-only fields left out)."""
+        def keep(cfg: Any) -> dict[str, Any]:
+            return {k: v for k, v in dataclasses.asdict(cfg).items() if k not in EXECUTION_FIELDS}
+
+        return {"semantics": self.semantics, "pretrain": keep(self.pretrain), "finetune": keep(self.finetune),
+                "tasks": sorted(self.tasks), "glue": self.glue}
+
+    @property
+    def key(self) -> str:
+        """12 hex digits of the SHA-256 of :meth:`fields` as canonical JSON."""
+        text = json.dumps(self.fields(), sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def make_recipe(*, corpus: str = "hf:openwebtext", glue: str | Path = "hf:glue", tasks: Sequence[str] | None = None,
+                pretrain_config: PretrainConfig | dict[str, Any] | None = None,
+                finetune_config: FinetuneConfig | dict[str, Any] | None = None,
+                semantics: SemanticsLike = AS_TRAINED) -> Recipe:
+    """The :class:`Recipe` :func:`build_entry` runs for these arguments, every field
+    checked (a bad one raises :class:`InvalidArgumentError` naming it)."""
+    sem = get_semantics(semantics)
+    if tasks is None:
+        task_list = list(TASKS)
+    elif isinstance(tasks, str) or not isinstance(tasks, (list, tuple)):
+        raise InvalidArgumentError(f"tasks = {tasks!r} is not allowed; allowed: None (all 8) or a list of {sorted(TASKS)}")
+    else:
+        task_list = list(tasks)
+    bad = [t for t in task_list if t not in TASKS]
+    if bad or not task_list:
+        raise InvalidArgumentError(f"tasks = {task_list!r} is not allowed; allowed: one or more of {sorted(TASKS)}")
+    if len(set(task_list)) != len(task_list):
+        raise InvalidArgumentError(f"tasks = {task_list!r} names a task twice; allowed: each of {sorted(TASKS)} once")
+    if not isinstance(glue, (str, os.PathLike)):
+        raise InvalidArgumentError(f"glue = {glue!r} is not allowed; allowed: 'hf:glue' or a folder of GLUE TSVs")
+    glue_src = str(glue) if str(glue).startswith("hf:") else str(Path(glue).resolve())
+    pc = pretrain_config if isinstance(pretrain_config, PretrainConfig) else _config(
+        PretrainConfig, {"corpus": corpus, "semantics": sem.name, **(pretrain_config or {})}, "pretrain_config")
+    if get_semantics(pc.semantics) is not sem:
+        raise InvalidArgumentError(f"pretrain_config.semantics = {pc.semantics!r} disagrees with semantics = {sem.name!r}")
+    fc = finetune_config if isinstance(finetune_config, FinetuneConfig) else _config(
+        FinetuneConfig, {**BENCHMARK_FINETUNE.get(sem.name, {}), **(finetune_config or {})}, "finetune_config")
+    return Recipe(sem.name, pc, fc, tuple(task_list), glue_src)
 
 def validate_entry(entry: dict[str, Any]) -> None:
     """Raise ``ValueError`` naming the field when ``entry`` breaks the entry schema
@@ -69,10 +137,12 @@ def build_entry(
     ``corpus``: ``hf:<dataset>`` or ``text:<path>``; ``glue``: ``hf:glue`` or a folder of
     GLUE-format task folders (a single task folder is accepted too); ``tasks``: default
     all 8, else those given (the ``glue`` score is the mean of the tasks run).
-    With ``results`` the entry is written to that :class:`ResultsTable` atomically, an
-    arch already there is returned without rebuilding, and concurrent builders skip
-    archs another one has claimed. ``workdir`` keeps pretraining checkpoints, so a killed
-    build resumes.
+    With ``results`` the entry is written to that :class:`ResultsTable` atomically under
+    the arch and the :class:`Recipe`'s key: the same arch with the same recipe is
+    returned without rebuilding, another recipe (more steps, other tasks, another
+    semantics) is a new entry, and concurrent builders skip archs another one has
+    claimed. ``workdir`` keeps pretraining checkpoints (per arch and recipe), so a
+    killed build resumes.
 
     ``semantics`` is the model trained (:mod:`nasbench_bert.semantics`): the default
     ``"as_trained"`` reproduces the benchmark - the model the authors' TensorFlow code
@@ -83,24 +153,16 @@ def build_entry(
     records which.
     """
     a = Arch.coerce(arch)
-    sem = get_semantics(semantics)
-    tasks = list(tasks) if tasks is not None else list(TASKS)
-    bad = [t for t in tasks if t not in TASKS]
-    if bad:
-        raise InvalidArgumentError(f"tasks = {bad} not allowed; allowed values: {sorted(TASKS)}")
-    pc = pretrain_config if isinstance(pretrain_config, PretrainConfig) else _config(
-        PretrainConfig, {"corpus": corpus, "semantics": sem.name, **(pretrain_config or {})}, "pretrain_config")
-    if get_semantics(pc.semantics) is not sem:
-        raise InvalidArgumentError(f"pretrain_config.semantics = {pc.semantics!r} disagrees with semantics = {sem.name!r}")
-    fc = finetune_config if isinstance(finetune_config, FinetuneConfig) else _config(
-        FinetuneConfig, {**BENCHMARK_FINETUNE.get(sem.name, {}), **(finetune_config or {})}, "finetune_config")
+    recipe = make_recipe(corpus=corpus, glue=glue, tasks=tasks, pretrain_config=pretrain_config,
+                         finetune_config=finetune_config, semantics=semantics)
+    sem, pc, fc, tasks = get_semantics(recipe.semantics), recipe.pretrain, recipe.finetune, list(recipe.tasks)
     dev = str(resolve_device(device or "auto"))  # a GPU when there is one (Ray's CUDA_VISIBLE_DEVICES picks which)
     table = ResultsTable(results) if results is not None else None
-    if table is not None and table.has(a):
-        return table.get(a)
+    if table is not None and table.has(a, recipe.key):
+        return table.get(a, recipe.key)  # type: ignore[return-value]
 
     def work() -> dict[str, Any]:
-        wd = Path(workdir) / ResultsTable.key(a) if workdir is not None else None
+        wd = Path(workdir) / ResultsTable.key(a, recipe.key) if workdir is not None else None
         t0 = time.perf_counter()
         pre = pretrain(a, pc, workdir=wd, device=dev)
         enc = pre.model.discriminator
@@ -120,6 +182,7 @@ def build_entry(
                             "resumed_from_step": pre.resumed_from,
                             "tokenizer": pre.tokenizer.name, "finetune_config": dataclasses.asdict(fc)},
             "environment": environment(dev),
+            "recipe": {"key": recipe.key, **recipe.fields()},
         }
         validate_entry(entry)
         if table is not None:
@@ -128,9 +191,9 @@ def build_entry(
 
     if table is None:
         return work()
-    with table.claim(a):
-        if table.has(a):  # finished by another builder while we waited
-            return table.get(a)
+    with table.claim(a, recipe.key):
+        if table.has(a, recipe.key):  # finished by another builder while we waited
+            return table.get(a, recipe.key)  # type: ignore[return-value]
         return work()
 
 

@@ -154,8 +154,8 @@ def read_split(task: Task, source: str | Path, split: str) -> list[tuple[tuple[s
         with open(path, newline="", encoding="utf-8") as f:
             rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
     except UnicodeDecodeError as e:
-        raise InvalidArgumentError(f"task {task.name!r}: {path} is not UTF-8 text ({e.reason} at byte {e.start}); allowed: a "
-                                   "GLUE TSV file in UTF-8") from None
+        raise InvalidArgumentError(f"task {task.name!r}: {path} is not UTF-8 text (byte {e.start}: {e.reason}); allowed: a "
+                                   "GLUE TSV file in UTF-8 (re-encode the file)") from None
     if not rows:
         raise ValueError(f"task {task.name!r}: {path} is empty")
     if task.header:
@@ -198,6 +198,10 @@ def _encode(examples: list[tuple[tuple[str, ...], Any]], task: Task, tok: TextTo
 ACCELERATED_FINETUNE: dict[str, Any] = {"precision": "bf16", "attention": "sdpa", "adamw": "fused"}
 #: FinetuneConfig fields that say how a run is executed, not what it computes (not in the recipe key)
 FINETUNE_EXECUTION_FIELDS = ("attention", "adamw", "compile")
+
+
+#: the classifier heads :class:`FinetuneConfig` builds
+HEADS: tuple[str, ...] = ("electra_tf", "electra_hf")
 
 
 @dataclass
@@ -246,24 +250,23 @@ class FinetuneConfig:
     compile: bool = False
 
     def __post_init__(self) -> None:
+        check_real("learning_rate", self.learning_rate, low=0, high=1, low_open=True)
         check_real("layer_decay", self.layer_decay, low=0, high=1, low_open=True)
         check_int("decay_layers", self.decay_layers, low=1, none=True)
         _check_choice("head", self.head, HEADS)
         check_int("batch_size", self.batch_size, low=1)
         check_int("epochs", self.epochs, low=1, none=True)
         check_real("warmup_fraction", self.warmup_fraction, low=0, high=1)
+        check_real("weight_decay", self.weight_decay, low=0, high=1)
         check_optimizer_fields(self)
         if self.batch_size % self.replicas:
             raise InvalidArgumentError(f"batch_size = {self.batch_size} is not allowed with replicas = {self.replicas}; "
                                        "allowed: a multiple of replicas")
         _check_choice("double_unordered", self.double_unordered, (False, True))
-        check_int("max_seq_len", self.max_seq_len, low=4, high=512)
+        check_int("max_seq_len", self.max_seq_len, low=8, high=512)
         check_int("max_train_examples", self.max_train_examples, low=1, none=True)
         check_int("max_dev_examples", self.max_dev_examples, low=1, none=True)
         check_accelerator_fields(self)
-
-
-HEADS = ("electra_tf", "electra_hf")
 
 
 def layer_scales(model: SequenceClassifier, decay: float, n_layers: int | None = None) -> list[tuple[float, torch.nn.Module]]:

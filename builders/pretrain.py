@@ -67,7 +67,7 @@ from nasbench_bert.errors import InvalidArgumentError
 from nasbench_bert.models import ElectraPair
 from nasbench_bert.models.flexibert import ATTENTION_IMPLS as ATTENTION_IMPLS  # the values of ``attention``
 from nasbench_bert.models.flexibert import Embeddings, FlexiBERTEncoder, SelfAttention, check_attention
-from nasbench_bert.semantics import VOCAB_SIZE, get_semantics
+from nasbench_bert.semantics import get_semantics
 from nasbench_bert.spaces.flexibert import Arch
 
 from nasbench_bert.text import TextTokenizer, load_tokenizer, pack, read_corpus
@@ -83,8 +83,9 @@ ADAMW_IMPLS = ("default", "foreach", "fused")
 #: ``optimizer``: "adam_weight_decay" (the authors' ``AdamWeightDecayOptimizer``: no bias
 #: correction) or "adamw" (torch's AdamW with bias correction: a deviation from the recipe)
 OPTIMIZERS = ("adam_weight_decay", "adamw")
-#: the smallest vocabulary of a locally trained WordPiece (the 5 special tokens and an alphabet)
-MIN_VOCAB = 100
+#: the smallest and largest WordPiece vocabularies a config accepts (5 special tokens
+#: and a byte-level alphabet need ~100 entries; ELECTRA's is 30,522)
+MIN_VOCAB, MAX_VOCAB = 100, 1_000_000
 #: the options for a GPU run (docs/builders.md, "Accelerators"):
 #: ``PretrainConfig(**ACCELERATED)`` or ``pretrain_config=ACCELERATED`` in ``build_entry``
 ACCELERATED: dict[str, Any] = {"precision": "bf16", "attention": "sdpa", "adamw": "fused", "compile": True,
@@ -171,7 +172,10 @@ class PretrainConfig:
             raise InvalidArgumentError(f"mask_prob = {self.mask_prob!r} is not allowed; allowed: 0 < mask_prob < 1")
         if not 4 <= self.seq_len <= 512:
             raise InvalidArgumentError(f"seq_len = {self.seq_len} is not allowed; allowed: 4 ... 512")
-        check_int("vocab_size", self.vocab_size, low=MIN_VOCAB, high=VOCAB_SIZE)
+        v = self.vocab_size
+        if not isinstance(v, int) or isinstance(v, bool) or not MIN_VOCAB <= v <= MAX_VOCAB:
+            raise InvalidArgumentError(f"vocab_size = {v!r} is not allowed; allowed: an integer in {MIN_VOCAB} ... {MAX_VOCAB} "
+                                       "(a WordPiece needs its special tokens and an alphabet besides)")
         check_int("max_documents", self.max_documents, low=1, none=True)
         check_real("gen_weight", self.gen_weight, low=0)
         check_real("disc_weight", self.disc_weight, low=0)

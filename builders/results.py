@@ -1,8 +1,10 @@
 """A local results table of regenerated entries: atomic, idempotent, safe for several
 concurrent builders.
 
-Layout: ``<dir>/entries/<key>.json``, one file per arch (``key`` = the arch's space
-index). A write goes to a temporary file and is renamed into place, so a reader never
+Layout: ``<dir>/entries/<key>.json``, one file per arch and recipe (``key`` = the arch's
+space index and the recipe's key, ``00001234-0123456789ab``; see
+:class:`builders.entry.Recipe`; entries written before recipes were keyed have the
+index alone). A write goes to a temporary file and is renamed into place, so a reader never
 sees half an entry and a crash leaves none. A builder *claims* an arch with an
 exclusive lock file (``O_CREAT | O_EXCL``) before working on it. A claim is stale when
 its process is gone, or when its lock file is still empty after
@@ -53,33 +55,40 @@ class ResultsTable:
         self.entries_dir.mkdir(parents=True, exist_ok=True)
 
     @staticmethod
-    def key(arch: Any) -> str:
-        return f"{Arch.coerce(arch).index:08d}"
+    def key(arch: Any, recipe: str | None = None) -> str:
+        """The entry's file stem: the arch's space index, then the recipe key."""
+        index = f"{Arch.coerce(arch).index:08d}"
+        if recipe is None:
+            return index
+        if not (isinstance(recipe, str) and len(recipe) == 12 and all(c in "0123456789abcdef" for c in recipe)):
+            raise ValueError(f"recipe = {recipe!r} is not allowed; allowed: a recipe key (12 hex digits) or None")
+        return f"{index}-{recipe}"
 
-    def _file(self, arch: Any) -> Path:
-        return self.entries_dir / f"{self.key(arch)}.json"
+    def _file(self, arch: Any, recipe: str | None = None) -> Path:
+        return self.entries_dir / f"{self.key(arch, recipe)}.json"
 
-    def has(self, arch: Any) -> bool:
-        return self._file(arch).is_file()
+    def has(self, arch: Any, recipe: str | None = None) -> bool:
+        return self._file(arch, recipe).is_file()
 
-    def get(self, arch: Any) -> dict[str, Any] | None:
-        f = self._file(arch)
+    def get(self, arch: Any, recipe: str | None = None) -> dict[str, Any] | None:
+        f = self._file(arch, recipe)
         return json.loads(f.read_text()) if f.is_file() else None
 
     def write(self, entry: dict[str, Any]) -> Path:
-        """Write ``entry`` atomically; an entry that cannot be serialised raises before any
-        file is created."""
+        """Write ``entry`` atomically under its arch and recipe key; an entry that cannot
+        be serialised raises before any file is created."""
         arch = Arch.from_release({"hidden_size": entry["hparams"]["model_hparam_overrides"]["hidden_size"],
                                   "nas_config": entry["hparams"]["model_hparam_overrides"]["nas_config"]})
+        recipe = (entry.get("recipe") or {}).get("key")
         try:
             text = json.dumps(entry, indent=1, sort_keys=True, allow_nan=False)
         except (TypeError, ValueError) as e:
             raise ValueError(f"entry of {arch} cannot be written as JSON: {e}") from None
-        return atomic_write(self._file(arch), text)
+        return atomic_write(self._file(arch, recipe), text)
 
     @contextmanager
-    def claim(self, arch: Any) -> Iterator[None]:
-        lock = self.entries_dir / f".{self.key(arch)}.lock"
+    def claim(self, arch: Any, recipe: str | None = None) -> Iterator[None]:
+        lock = self.entries_dir / f".{self.key(arch, recipe)}.lock"
         me = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"  # token: no two claims look alike
         for _ in range(3):
             try:
@@ -154,7 +163,8 @@ class ResultsTable:
             mo = e["hparams"]["model_hparam_overrides"]
             a = Arch.from_release({"hidden_size": mo["hidden_size"], "nas_config": mo["nas_config"]})
             row = {"arch": str(a), "space_index": a.index, "time_to_train": e["time_to_train"], "glue": e["scores"]["glue"],
-                   "num_params": e.get("num_params"), "source": "regenerated", "pretrain_steps": e["hparams"]["num_train_steps"]}
+                   "num_params": e.get("num_params"), "source": "regenerated", "pretrain_steps": e["hparams"]["num_train_steps"],
+                   "recipe": (e.get("recipe") or {}).get("key")}
             for k, v in e["scores"].items():
                 if k != "glue":
                     row[RELEASE_TASK_NAMES.get(k, k)] = v

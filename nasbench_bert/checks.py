@@ -42,9 +42,15 @@ def check_int(name: str, v: Any, *, low: int | None = None, high: int | None = N
     return int(v)
 
 
+#: the largest seed: every generator used here takes it (numpy's legacy RandomState, which
+#: ConfigSpace uses, stops at 2**32 - 1; torch and numpy's default_rng go further)
+MAX_SEED = 2**32 - 1
+
+
 def check_seed(name: str, v: Any, *, none: bool = True) -> int | None:
-    """A seed numpy accepts: a non-negative integer (or ``None`` for fresh entropy)."""
-    return check_int(name, v, low=0, none=none)
+    """The one seed check of the package: an integer in [0, 2**32 - 1] (or ``None`` for
+    fresh entropy where ``none``), so every function refuses the same seeds."""
+    return check_int(name, v, low=0, high=MAX_SEED, none=none)
 
 
 def check_real(name: str, v: Any, *, low: float | None = None, high: float | None = None, low_open: bool = False,
@@ -92,3 +98,28 @@ def check_names(name: str, v: Any) -> list[str]:
     if bad:
         raise InvalidArgumentError(f"{name} = {v!r} is not allowed; allowed: names (strings), got {bad[0]!r}")
     return out
+
+
+def check_bench(v: Any, name: str = "bench") -> Any:
+    """``v`` if it is a benchmark (:class:`~nasbench_bert.vocabulary.BenchmarkLike`:
+    ``nasbench_bert.Benchmark.load()``), else a clear error instead of an
+    ``AttributeError`` deep inside the caller. The members are looked up on the class, so
+    lazy properties are not evaluated by the check."""
+    from .vocabulary import BENCHMARK_MEMBERS
+
+    if v is None or isinstance(v, (str, bytes, int, float)) or not all(hasattr(type(v), m) for m in BENCHMARK_MEMBERS):
+        shown = repr(v) if len(repr(v)) <= 60 else repr(v)[:57] + "..."
+        raise InvalidArgumentError(f"{name} = {shown} is not allowed; allowed: a benchmark, "
+                                   "nasbench_bert.Benchmark.load()")
+    return v
+
+
+def check_nlp_bench(v: Any, name: str = "bench") -> Any:
+    """The NAS-Bench-NLP lookup of ``v``: ``v.nlp`` for a :class:`~nasbench_bert.Benchmark`,
+    ``v`` itself for an :class:`~nasbench_bert.NLPBenchmark`; else a clear error."""
+    from .vocabulary import NLP_BENCHMARK_MEMBERS
+
+    if v is not None and all(hasattr(type(v), m) for m in NLP_BENCHMARK_MEMBERS) and not hasattr(type(v), "nlp"):
+        return v
+    return check_bench(v, name).nlp
+

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -17,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .benchmark import Benchmark
+from .checks import check_int
 from .errors import InvalidArgumentError, NasBenchError
 from .search.algorithms import ALGORITHMS
 from .search.oracle import ORACLES
@@ -162,6 +164,8 @@ def cmd_build_data(args: argparse.Namespace) -> None:
 
 def _writable(folder: Path, option: str) -> None:
     """A clear error, before any work, when ``folder`` cannot be written."""
+    if folder.exists() and not folder.is_dir():
+        raise InvalidArgumentError(f"{option} = {str(folder)!r} is not writable: it is a file; allowed: a folder (created if missing)")
     probe = folder
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
@@ -177,7 +181,7 @@ def cmd_download(args: argparse.Namespace) -> None:
     console.print(f"verified {len(d.manifest['tables'])} tables of {args.repo_id}@{args.revision} (commit {d.path.parent.name}) in {d.path}")
 
 
-def _parse_ids(text: str, n: int) -> list[int]:
+def _parse_ids(text: str, n: int, option: str = "--ids") -> list[int]:
     """'all' or ids and ranges like '0-99,250'; every id in 0 .. n-1 (checked before any
     list is built, so a huge range is refused at once)."""
     if text == "all":
@@ -186,10 +190,10 @@ def _parse_ids(text: str, n: int) -> list[int]:
     for part in text.split(","):
         a, _, b = part.strip().partition("-")
         if not (a.isascii() and a.isdigit()) or (b and not (b.isascii() and b.isdigit())):
-            raise InvalidArgumentError(f"--ids = {text!r} is not allowed; allowed: 'all', or ids and ranges like '0-99,250'")
+            raise InvalidArgumentError(f"{option} = {text!r} is not allowed; allowed: 'all', or ids and ranges like '0-99,250'")
         lo, hi = int(a), int(b) if b else int(a)
         if lo > hi or hi >= n:
-            raise InvalidArgumentError(f"--ids = {text!r}: {part!r} is not within 0-{n - 1} (or a range runs backwards)")
+            raise InvalidArgumentError(f"{option} = {text!r}: {part!r} is not within 0-{n - 1} (or a range runs backwards)")
         spans.append((lo, hi))
     return [i for lo, hi in spans for i in range(lo, hi + 1)]
 
@@ -202,6 +206,12 @@ def _check_out(out: Path, option: str = "--out", suffixes: tuple[str, ...] = (".
     if out.is_dir():
         raise InvalidArgumentError(f"{option} = {str(out)!r} is a folder; give a file name ending in {' or '.join(suffixes)}")
     _writable(out.parent, option)
+    if out.parent.is_dir():  # permissions can say yes where the file system says no (/proc, read-only mounts)
+        try:
+            tempfile.NamedTemporaryFile(dir=out.parent, prefix=".nasbench-bert-probe-").close()
+        except OSError as e:
+            raise InvalidArgumentError(f"{option} = {str(out)!r} cannot be written there ({e.strerror}); choose a file in "
+                                       "a folder you can write to") from None
     return out
 
 
@@ -230,10 +240,19 @@ def _read_frame(path: str, option: str) -> "Any":
         raise InvalidArgumentError(f"{option} = {path!r} is not a readable .csv or .parquet table ({type(e).__name__}: {e})") from None
 
 
+def _check_sample(n: int | None) -> None:
+    """``--sample N``: at least one arch (an empty sweep is a mistake, not a result)."""
+    if n is not None:
+        from .spaces.flexibert import FLEXIBERT_SPACE
+
+        check_int("--sample", n, low=1, high=FLEXIBERT_SPACE.size)
+
+
 def cmd_proxies_compute(args: argparse.Namespace) -> None:
     from . import proxies
 
     _check_out(Path(args.out))  # before a long computation, not after it
+    _check_sample(args.sample)
     if args.cache is not None:
         _writable(Path(args.cache), "--cache")
     bench = _bench(args)
@@ -268,6 +287,7 @@ def cmd_hardware(args: argparse.Namespace) -> None:
     from . import hardware
 
     _check_out(Path(args.out))  # before a long measurement, not after it
+    _check_sample(args.sample)
     if args.cache is not None:
         _writable(Path(args.cache), "--cache")
     bench = _bench(args)
@@ -289,6 +309,8 @@ def cmd_hardware(args: argparse.Namespace) -> None:
 
 
 def cmd_proxies_score(args: argparse.Namespace) -> None:
+    import pandas as pd
+
     from . import scoring as proxies  # torch-free: scoring stored values needs no models
 
     if args.csv:
@@ -298,13 +320,24 @@ def cmd_proxies_score(args: argparse.Namespace) -> None:
     if args.bootstrap < 0:
         raise InvalidArgumentError(f"--bootstrap = {args.bootstrap} is not allowed; allowed: an integer >= 0")
     bench = _bench(args)
+    target: Any = args.target or proxies.scoring_space(args.space).stored_target
+    if args.tasks:
+        if args.space != "flexibert":
+            raise InvalidArgumentError("--tasks scores each GLUE task; it needs --space flexibert")
+        from .data.tables import GLUE_TASKS
+
+        target = ["glue", *GLUE_TASKS]
     if args.values:
         df = _read_frame(args.values, "--values")
-        res = proxies.score(df, args.target or proxies.scoring_space(args.space).stored_target, space=args.space,
-                            bench=bench, bootstrap=args.bootstrap)
+        if not args.no_baselines:  # the trivial spec baselines of the same rows, beside the proxies (torch-free)
+            base = proxies.baseline_values(df, args.space, semantics=args.baseline_semantics, bench=bench)
+            base = base.loc[:, base.notna().any()]
+            df = pd.concat([df.reset_index(drop=True).drop(columns=[c for c in base.columns if c in df]), base], axis=1)
+        res = proxies.score(df, target, space=args.space, bench=bench, bootstrap=args.bootstrap)
     else:
-        res = proxies.score_stored(args.space, bench=bench, bootstrap=args.bootstrap)
-    print(proxies.to_markdown(res.sort_values("kendall_tau", ascending=False)))
+        res = proxies.score_stored(args.space, bench=bench, bootstrap=args.bootstrap, baselines=not args.no_baselines,
+                                   target=target)
+    print(proxies.to_markdown(res.sort_values(["target", "kendall_tau"], ascending=[True, False])))
     for r in res.itertuples():
         if isinstance(getattr(r, "note", None), str):
             console.print(f"[yellow]{r.proxy}: {r.note}[/yellow]")
@@ -317,6 +350,60 @@ def cmd_proxies_score(args: argparse.Namespace) -> None:
         else:
             for path in proxies.paper_figures(args.plots, bench=bench):
                 console.print(f"wrote {path}")
+
+
+def cmd_proxies_evaluate(args: argparse.Namespace) -> None:
+    """One command for a new proxy: computed on every model, ranked beside the baselines."""
+    from .proxies.evaluation import BENCHMARKS, evaluate, nlp_runs
+
+    fmt = args.format
+    if args.out is not None:
+        suffix = {".md": "md", ".csv": "csv", ".json": "json"}.get(Path(args.out).suffix)
+        if suffix is None:
+            raise InvalidArgumentError(f"--out = {args.out!r} must end in .md, .csv or .json")
+        if fmt is not None and fmt != suffix:
+            raise InvalidArgumentError(f"--format = {fmt!r} does not match --out = {args.out!r}; allowed: {suffix!r}")
+        fmt = suffix
+        _check_out(Path(args.out), "--out", (".md", ".csv", ".json"))  # before a long computation, not after it
+    fmt = fmt or "md"
+    if args.cache is not None:
+        _writable(Path(args.cache), "--cache")
+    if os.getcwd() not in sys.path:  # 'module:function' in the working folder, as 'python -m' would find it
+        sys.path.insert(0, os.getcwd())
+    bench = _bench(args)
+    benchmarks = None if args.benchmarks is None else [b.strip() for b in args.benchmarks.split(",")]
+    for b in benchmarks or ():
+        if b not in BENCHMARKS:
+            raise InvalidArgumentError(f"--benchmarks = {args.benchmarks!r} is not allowed; allowed values: {list(BENCHMARKS)}")
+    sems: Any = args.semantics if args.semantics == "all" else [x.strip() for x in args.semantics.split(",")]
+    batch = {k: v for k, v in (("batch_size", args.batch_size), ("seq_len", args.seq_len), ("source", args.source))
+             if v is not None}
+    ids = None if args.ids == "all" else _parse_ids(args.ids, len(bench))
+    nlp_ids = None if args.nlp_ids == "all" else _parse_ids(args.nlp_ids, len(nlp_runs(bench)), "--nlp-ids")
+    res = evaluate(args.proxy, semantics=sems, benchmarks=benchmarks,
+                   compare=[c.strip() for c in args.compare.split(",") if c.strip()], ids=ids,
+                   nlp_ids=nlp_ids, tasks=not args.no_tasks,
+                   higher_is_better=not args.lower_is_better, dedupe=not args.no_dedupe, cache=args.cache, jobs=args.jobs,
+                   executor=args.executor, ray_address=args.ray_address, progress=not args.quiet, batch=batch or None,
+                   seed=args.seed, dtype=args.dtype, bootstrap=args.bootstrap, bench=bench)
+    if fmt == "md":
+        text = res.to_markdown()
+    elif fmt == "csv":
+        text = res.to_pandas().to_csv(index=False)
+    else:
+        rows = json.loads(res.to_pandas().to_json(orient="records"))  # NaN -> null
+        text = json.dumps({"proxy": res.proxy, "notes": list(res.notes), "seconds": res.seconds,
+                           "models_computed": res.computed, "models_cached": res.cached, "rows_shared": res.shared,
+                           "rows": rows}, indent=1)
+    if args.out is None:
+        print(text)
+        return
+    from .atomic import atomic_path
+
+    with atomic_path(Path(args.out)) as tmp:
+        Path(tmp).write_text(text)
+    err_console.print(f"wrote {len(res.rows)} rows for {res.proxy} to {args.out} ({res.computed} models computed, "
+                      f"{res.cached} from the cache, {res.shared} rows shared an identical model; {res.seconds:.0f} s)")
 
 
 def cmd_proxies_export(args: argparse.Namespace) -> None:
@@ -345,15 +432,17 @@ def cmd_search(args: argparse.Namespace) -> None:
         _check_out(Path(args.plot), "--plot", (".png", ".pdf", ".svg"))
     bench = _bench(args)
     if args.scmd == "run":
-        kw = {"proxy": args.proxy} if args.algorithm == "etas" and args.proxy else {}
-        t = search.run(args.algorithm, bench, budget=args.budget, seed=args.seed, oracle=args.oracle, **kw)
+        kw = {"proxy": args.proxy} if args.proxy else {}  # refused by search.run for algorithms without a proxy
+        t = search.run(args.algorithm, bench, budget=args.budget, seed=args.seed, oracle=args.oracle,
+                       progress=not args.quiet, **kw)
         df = t.to_pandas()
         if args.out:
             _write_frame(df, Path(args.out))
         console.print(f"{args.algorithm} ({args.oracle}), seed {args.seed}: {len(t)} evaluations, "
                       f"{df.seconds.iloc[-1] / 3600:.1f} simulated hours, best GLUE {t.best_glue:.3f}: {t.best_arch}")
     elif args.scmd == "compare":
-        curves = search.compare(bench, args.algorithms.split(","), seeds=args.seeds, budget=args.budget, oracle=args.oracle, axis=args.axis)
+        curves = search.compare(bench, args.algorithms.split(","), seeds=args.seeds, budget=args.budget, oracle=args.oracle,
+                                axis=args.axis, progress=not args.quiet)
         end = curves.groupby("algorithm", sort=False).tail(1)
         t = Table(title=f"best GLUE at the end ({args.budget} evaluations), {args.seeds} seeds ({args.oracle})")
         for c in ("algorithm", "mean", "std", "q25", "q75"):
@@ -369,8 +458,8 @@ def cmd_search(args: argparse.Namespace) -> None:
     else:
         from .surrogate import cross_validate
 
-        with console.status("cross-validating the surrogate: 5 folds x 3 families (about a minute on 2 cores)"):
-            cv = cross_validate(bench)
+        err_console.print("cross-validating the surrogate: 5 folds x 3 families (about a minute on 2 cores)", highlight=False)
+        cv = cross_validate(bench)
         console.print(cv.to_string(index=False))
 
 
@@ -396,7 +485,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .data.tables import GLUE_TASKS, TABLES
 
     ap = argparse.ArgumentParser(prog="nasbench-bert", description="Query the FlexiBERT and NAS-Bench-NLP benchmarks")
-    ap.add_argument("--data", default=None, help="data directory (default: see README, 'Where the data comes from')")
+    ap.add_argument("--data", default=None, help="data directory (default: the documented order, docs/data.md 'Where Benchmark.load() finds them')")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("info", help="tables, coverage and a summary of both benchmarks").set_defaults(fn=cmd_info)
@@ -461,11 +550,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     ps.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples for the confidence intervals")
     ps.add_argument("--csv", default=None, help="also write the scores to this CSV")
     ps.add_argument("--plots", default=None, help="folder for scatter plots (stored: the paper's Figures 1-3)")
+    ps.add_argument("--tasks", action="store_true", help="FlexiBERT: every GLUE task as well as the average")
+    ps.add_argument("--no-baselines", action="store_true", help="leave out the trivial spec baselines' rows")
+    ps.add_argument("--baseline-semantics", default="as_trained", choices=list(SEMANTICS_NAMES),
+                    help="whose parameters the baselines' counts are, with --values (stored: as_trained)")
     ps.set_defaults(fn=cmd_proxies_score)
+    pv = psub.add_parser("evaluate", help="rank a new proxy (module:function or a registered name) on every model, "
+                                          "beside the trivial baselines and the published analytic scores")
+    pv.add_argument("proxy", help="'module:function' or 'path/file.py:function' taking (model, batch) -> float, "
+                                  "or a registered proxy name")
+    pv.add_argument("--semantics", default="as_trained", help="'all' or names (comma-separated): authors, as_trained, "
+                                                              "as_specified")
+    pv.add_argument("--benchmarks", default=None, help="flexibert, nlp or both, comma-separated (default: both for a "
+                                                       "callable, else those the name is registered for)")
+    pv.add_argument("--compare", default="", help="registered proxies computed the same way (comma-separated)")
+    pv.add_argument("--ids", default="all", help="FlexiBERT ids: 'all' or '0-99,250'")
+    pv.add_argument("--nlp-ids", default="all", help="positions among the 275 PTB runs with a public recipe: 'all' or '0-19'")
+    pv.add_argument("--no-tasks", action="store_true", help="FlexiBERT: the GLUE average only, no per-task rows")
+    pv.add_argument("--lower-is-better", action="store_true", help="the proxy's declared orientation (default higher)")
+    pv.add_argument("--no-dedupe", action="store_true", help="compute every row, even where another row's model is identical")
+    pv.add_argument("--cache", default=None, help="folder for per-model results: reruns (and killed runs) resume")
+    pv.add_argument("--jobs", type=int, default=1, help="worker processes (executor local)")
+    pv.add_argument("--executor", default="local", choices=["local", "ray"], help="this machine, or one Ray task per model")
+    pv.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local instance)")
+    pv.add_argument("--batch-size", type=int, default=None, help="sequences per batch (FlexiBERT 8, NLP 10)")
+    pv.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (FlexiBERT 128, NLP 70)")
+    pv.add_argument("--source", default=None, help="random (default), text:<path>, glue:<folder>, hf:<dataset>")
+    pv.add_argument("--seed", type=int, default=0, help="seed of the model init, the batch and the bootstrap")
+    pv.add_argument("--dtype", default="float32", choices=["float32", "float64"], help="precision of the models")
+    pv.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples for the confidence intervals")
+    pv.add_argument("--out", default=None, help="result file (.md, .csv or .json), written atomically (default: stdout)")
+    pv.add_argument("--format", default=None, choices=["md", "csv", "json"], help="output format (default: from --out, else md)")
+    pv.set_defaults(fn=cmd_proxies_evaluate)
     pe = psub.add_parser("export", help="proxies and results in NAS-Bench-Suite-Zero's zc_<space>.json layout")
     pe.add_argument("--format", default="naszero", choices=["naszero"], help="file layout (NAS-Bench-Suite-Zero)")
     pe.add_argument("--out", required=True, help="folder for zc_flexibert.json and zc_nasbench_nlp.json")
-    pe.add_argument("--live", default=None, help="a FlexiBERT table from 'proxies compute', added as <proxy>@<semantics>")
+    pe.add_argument("--live", default=None, help="a FlexiBERT table from 'proxies compute', added as <proxy>@<semantics>:live "
+                    "(the release's values are <proxy>@authors:release)")
     pe.add_argument("--live-nlp", default=None, help="a NAS-Bench-NLP table from 'proxies compute --space nlp'")
     pe.add_argument("--spaces", default="flexibert,nlp", help="which files: flexibert, nlp or both (comma-separated)")
     pe.add_argument("--tasks", default=",".join(("glue", *GLUE_TASKS)),
@@ -508,7 +629,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         args.fn(args)
-    except (NasBenchError, ValueError, OSError) as e:
+    except KeyboardInterrupt:  # one line and the shell's convention, not a traceback
+        err_console.print("interrupted", highlight=False)
+        return 130
+    except BrokenPipeError:  # the reader went away (`| head`): nothing is wrong; keep the exit flush quiet too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except OSError as e:
+        if os.environ.get("NASBENCH_BERT_TRACEBACK"):
+            raise
+        where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+        err_console.print(f"[red]error:[/red] {escape((e.strerror or str(e)) + where)}", highlight=False)
+        return 2
+    except (NasBenchError, ValueError) as e:
         if os.environ.get("NASBENCH_BERT_TRACEBACK"):  # for bug reports and the fuzz suite
             raise
         err_console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)

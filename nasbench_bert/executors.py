@@ -17,9 +17,10 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from .checks import check_choice, check_int
 from .errors import InvalidArgumentError
+from .progress import Progress
+from .vocabulary import EXECUTORS
 
 T = TypeVar("T")
-EXECUTORS: tuple[str, ...] = ("local", "ray")
 
 
 def check_executor(executor: Any, ray_address: Any) -> str:
@@ -34,20 +35,17 @@ def run_tasks(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, A
               jobs: int = 1, ray_address: str | None = None, num_cpus: int = 1, progress: str | None = None) -> None:
     """Run ``fn(task)`` for every task and call ``done(position, result)`` for each.
     ``fn`` must be a module-level function (it is pickled to the workers). ``progress``:
-    the label of a progress bar (None: no bar)."""
+    the label of a progress display (None: none; see :class:`~nasbench_bert.progress.Progress`)."""
     executor = check_executor(executor, ray_address)
     jobs = check_int("jobs", jobs, low=1, high=1024)
     if progress is None:
         _run(fn, tasks, done, executor, jobs, ray_address, num_cpus)
         return
-    from rich.progress import Progress
-
-    with Progress(transient=False) as bar:
-        tid = bar.add_task(progress, total=len(tasks))
+    with Progress(progress, len(tasks)) as bar:  # a bar on a terminal, plain lines elsewhere
 
         def advance(i: int, result: Any) -> None:
             done(i, result)
-            bar.advance(tid)
+            bar.advance()
 
         _run(fn, tasks, advance, executor, jobs, ray_address, num_cpus)
 

@@ -49,11 +49,13 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pandas as pd
 
-from .checks import check_int
+from .benchmark.keys import flexibert_keys
+from .checks import check_int, check_seed
 from .errors import InvalidArgumentError
 from .executors import check_executor, run_tasks
 from .semantics import AS_SPECIFIED, AS_TRAINED, AUTHORS, VOCAB_SIZE, ModelPlan, SemanticsLike, get_semantics
 from .spaces.flexibert import Arch
+from .vocabulary import BenchmarkLike
 
 __all__ = ["MeasureSettings", "machine", "model_key", "measure", "measure_many", "peak_forward_bytes",
            "ALL_SEMANTICS", "HARDWARE_COLUMNS"]
@@ -86,7 +88,7 @@ class MeasureSettings:
     def __post_init__(self) -> None:
         check_int("seq", self.seq, low=1, high=512)
         check_int("threads", self.threads, low=1, high=4096)
-        check_int("seed", self.seed, low=0, high=2**32 - 1)
+        check_seed("seed", self.seed, none=False)
         for name in ("batches", "repeats", "warmup"):
             v = getattr(self, name)
             if not isinstance(v, tuple) or len(v) != len(self.batches) or not v:
@@ -277,31 +279,12 @@ def _read_part(path: Path, task: _Task) -> dict[str, Any] | None:
     return row
 
 
-def _items(archs: Iterable[Any], bench: Any) -> list[tuple[int | None, Arch]]:
-    if isinstance(archs, (str, bytes, dict)) or not isinstance(archs, Iterable):
-        raise InvalidArgumentError(f"archs = {archs!r} is not allowed; allowed: a list of archs (ids, Arch, strings, "
-                                   "release dicts)")
-    out: list[tuple[int | None, Arch]] = []
-    for a in archs:
-        if isinstance(a, bool):
-            raise InvalidArgumentError(f"archs contains {a!r}; allowed: FlexiBERT ids, Arch objects, strings, release dicts")
-        if isinstance(a, int):
-            if bench is None:
-                from .benchmark import Benchmark
-
-                bench = Benchmark.load()
-            out.append((a, bench.query(a, charge=False).arch))
-        else:
-            out.append((None, Arch.coerce(a)))
-    return out
-
-
 def measure_many(
     archs: Iterable[Any],
     semantics: Sequence[SemanticsLike] | SemanticsLike = ALL_SEMANTICS,
     *,
     settings: MeasureSettings | None = None,
-    bench: Any = None,
+    bench: BenchmarkLike | None = None,
     cache: str | os.PathLike[str] | None = None,
     executor: str = "local",
     jobs: int = 1,
@@ -335,12 +318,16 @@ def measure_many(
                                        else list(semantics))]
     if not sems:
         raise InvalidArgumentError(f"semantics = [] is not allowed; allowed: any of {list(ALL_SEMANTICS)}")
+    twice = sorted({s.name for s in sems if sum(t.name == s.name for t in sems) > 1})
+    if twice:
+        raise InvalidArgumentError(f"semantics lists {twice} more than once (old and new names count as one); allowed: "
+                                   f"each of {list(ALL_SEMANTICS)} at most once")
     cache_dir = Path(cache) if cache is not None else None
     if cache_dir is not None:
         if cache_dir.exists() and not cache_dir.is_dir():
             raise InvalidArgumentError(f"cache = {str(cache)!r} is a file; allowed: a folder (created if missing)")
         cache_dir.mkdir(parents=True, exist_ok=True)
-    items = _items(archs, bench)
+    items, _ = flexibert_keys(archs, bench)
 
     rows_key: list[tuple[int | None, Arch, str, str]] = []
     tasks: dict[tuple[str, str], _Task] = {}

@@ -1,5 +1,30 @@
 """Scoring proxies against trained results: Kendall tau, Spearman rho, bootstrap CIs,
-top-k precision, and the correlation left once parameter count is controlled for.
+top-k precision, the correlation left once parameter count is controlled for, and the
+field's metrics beyond one τ (:mod:`nasbench_bert.metrics`).
+
+Which τ is which (every table names it): ``kendall_tau`` is scipy's τ-b (ties
+corrected); ``tau_tiebroken`` the expected τ-b when the score's ties are broken at
+random (a score with few distinct values, such as depth, cannot hide behind the tie
+correction); ``tau_pw10`` NSC's 10 %-PW τ-b over the pairs whose size differs by less
+than 10 % (``pw10_size`` names the size); ``tau_within_cell`` τ-b over the pairs in the
+same cell (``cells`` names them); ``partial_tau_arch`` the partial τ given the
+``partial_controls`` columns. Each has a 95 % percentile bootstrap interval
+(``<metric>_ci_low``/``_ci_high``; τ-b and ρ keep their old ``tau_ci_*``/``rho_ci_*``),
+all from the same resamples of the rows.
+
+The context of those metrics, per benchmark (:func:`rank_context`):
+
+* FlexiBERT: cells = (layers, hidden size), the four blocks the trivial "deeper, then
+  wider" rule already orders; pw10 size = the as-specified parameter count
+  ``num_params`` (the column that reproduces NSC's published 10 %-PW figures); controls
+  = layers, hidden size and total heads.
+* NAS-Bench-NLP: every recipe sits in the same three-layer language model, so the
+  parameter count is a function of the cell's linear inputs alone and takes only 92
+  distinct values over the 8,794 PTB runs (50 over the 275 with a public recipe). Cells
+  = the exact parameter count: pairs of equal size, where size cannot decide (chosen
+  from this tie structure, before any loss was looked at); pw10 size and the one
+  control = the parameter count. So ``tau_within_cell`` of hidden covariance says what
+  it knows about PTB loss among cells of one size.
 
 Signs are kept honest: each proxy is oriented by its declared ``higher_is_better`` and
 each target by its own (GLUE up, loss down), so a positive tau always means "the proxy
@@ -13,24 +38,37 @@ each (:data:`SCORING_SPACES`).
 
 from __future__ import annotations
 
+import functools
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import numpy as np
 import pandas as pd
-from scipy.stats import kendalltau, spearmanr
+from scipy.stats import ConstantInputWarning, kendalltau, spearmanr
 
-from .checks import check_choice, check_int, check_names, check_real, check_seed
+from . import metrics
+from .checks import check_bench, check_choice, check_int, check_names, check_real, check_seed
 from .data.tables import FLEXIBERT_PROXY_COLUMNS, GLUE_TASKS, NLP_PROXY_COLUMNS
 from .errors import InvalidArgumentError
+from .proxies import baselines as _baselines  # torch-free: registers the trivial spec baselines
 from .proxies import registry  # torch-free: the declarations, not the proxies
+from .semantics import AS_SPECIFIED
+from .sizes import flexibert_num_params, nlp_num_params
+from .spaces.flexibert import Arch
+from .vocabulary import BenchmarkLike
 
 #: targets and whether higher is better
 TARGETS: dict[str, bool] = {"glue": True, **{t: True for t in GLUE_TASKS}, "test_loss": False, "wikitext2_loss": False}
 #: stored columns whose orientation differs from "higher is better"
 LOWER_IS_BETTER: set[str] = set()
+#: the metrics beyond τ-b and ρ that every score row carries, with their intervals
+NEW_METRICS: tuple[str, ...] = ("tau_tiebroken", "tau_pw10", "tau_within_cell", "partial_tau_arch")
+#: the semantics of the trivial baselines' parameter counts when the release's stored
+#: values are scored (the model behind the GLUE scores)
+STORED_BASELINE_SEMANTICS = "as_trained"
 
 
 def _orientation(name: str, space: str) -> bool:
@@ -71,14 +109,19 @@ def top_k_precision(x: np.ndarray, y: np.ndarray, frac: float = 0.1) -> float:
 
 
 def _bootstrap(x: np.ndarray, y: np.ndarray, n: int, seed: int) -> tuple[float, float, float, float]:
+    """τ-b's and ρ's 95 % percentile intervals from ``n`` resamples of ``seed``, one scipy
+    call each: the definition that :func:`score`'s ``tau_ci_*`` and ``rho_ci_*`` (now
+    computed with every other metric, from the same resamples) are tested against."""
     if n <= 0:
         return (math.nan,) * 4
     rng = np.random.default_rng(seed)
     taus, rhos = [], []
-    for _ in range(n):
-        i = rng.integers(0, len(x), len(x))
-        taus.append(kendalltau(x[i], y[i])[0])
-        rhos.append(spearmanr(x[i], y[i])[0])
+    with warnings.catch_warnings():  # a resample with one distinct value gives NaN, left out by nanpercentile
+        warnings.simplefilter("ignore", ConstantInputWarning)
+        for _ in range(n):
+            i = rng.integers(0, len(x), len(x))
+            taus.append(kendalltau(x[i], y[i])[0])
+            rhos.append(spearmanr(x[i], y[i])[0])
     t, r = np.array(taus, dtype=float), np.array(rhos, dtype=float)
     return (float(np.nanpercentile(t, 2.5)), float(np.nanpercentile(t, 97.5)),
             float(np.nanpercentile(r, 2.5)), float(np.nanpercentile(r, 97.5)))
@@ -86,7 +129,7 @@ def _bootstrap(x: np.ndarray, y: np.ndarray, n: int, seed: int) -> tuple[float, 
 
 def score(
     values: pd.DataFrame,
-    target: str | pd.Series = "glue",
+    target: str | pd.Series | Iterable[str] = "glue",
     *,
     proxies: Iterable[str] | None = None,
     space: str = "flexibert",
@@ -94,21 +137,47 @@ def score(
     bootstrap: int = 200,
     top: float = 0.1,
     seed: int = 0,
-    bench: Any = None,
+    bench: BenchmarkLike | None = None,
+    context: metrics.RankContext | None = None,
 ) -> pd.DataFrame:
     """Score proxy columns of ``values`` against ``target``.
 
     ``target`` is a column of ``values``, a Series aligned with it, or a target name
     looked up in the benchmark: ``"glue"`` or a GLUE task (FlexiBERT rows need ``id``
     or ``arch``), ``"test_loss"`` (PTB; rows need ``log_name`` or ``recipe_id``) or
-    ``"wikitext2_loss"`` (rows need ``log_name``). Rows where the proxy or the target is
-    not finite are left out of that proxy's score (``n`` says how many remain).
+    ``"wikitext2_loss"`` (rows need ``log_name``); or a list of names (one block of
+    rows per target, e.g. ``["glue", *GLUE_TASKS]``). Rows where the proxy or the
+    target is not finite are left out of that proxy's score (``n`` says how many remain).
 
     ``control`` names the size column to control for (from ``values``, else the
     benchmark's column of that name, e.g. ``"num_params_as_trained"`` - the parameter
     count of the model that was trained - or ``"num_params"``, the arch as specified):
-    ``partial_tau`` and ``strata_tau`` then say what the proxy adds beyond size.
+    ``partial_tau_given_params`` and ``strata_tau_given_params`` then say what the proxy
+    adds beyond size.
+
+    Every row also carries the metrics of :data:`NEW_METRICS` and the top-k precision
+    with bootstrap intervals (see the module docstring for which τ each is), in the
+    context of :func:`rank_context` (or ``context``, one entry per row of ``values``);
+    ``pw10_size``, ``cells`` and ``partial_controls`` name what they used.
     """
+    if isinstance(target, (str, pd.Series)):
+        return _score_one(values, target, proxies=proxies, space=space, control=control, bootstrap=bootstrap, top=top,
+                          seed=seed, bench=bench, context=context)
+    if isinstance(target, (dict, bytes)) or not isinstance(target, Iterable):
+        raise InvalidArgumentError(f"target = {target!r} is not allowed; allowed: a target name {sorted(TARGETS)}, a column "
+                                   "name of values, a pandas Series aligned with values, or a list of target names")
+    names = check_names("target", target)
+    if not names:
+        raise InvalidArgumentError("target = [] is not allowed; allowed: at least one target name")
+    ctx = context if context is not None else rank_context(values, space, bench) if isinstance(values, pd.DataFrame) and \
+        not values.empty else None
+    return pd.concat([_score_one(values, t, proxies=proxies, space=space, control=control, bootstrap=bootstrap, top=top,
+                                 seed=seed, bench=bench, context=ctx) for t in names], ignore_index=True)
+
+
+def _score_one(values: pd.DataFrame, target: str | pd.Series, *, proxies: Iterable[str] | None, space: str,
+               control: str | None, bootstrap: int, top: float, seed: int, bench: Any,
+               context: metrics.RankContext | None) -> pd.DataFrame:
     if not isinstance(values, pd.DataFrame) or values.empty:
         raise InvalidArgumentError("values must be a non-empty pandas DataFrame of proxy columns")
     scoring_space(space)
@@ -117,6 +186,8 @@ def score(
                                    "name of values, or a pandas Series aligned with values")
     if control is not None and not isinstance(control, str):
         raise InvalidArgumentError(f"control = {control!r} is not allowed; allowed: a size column name or None")
+    if context is not None and not isinstance(context, metrics.RankContext):
+        raise InvalidArgumentError(f"context = {context!r} is not allowed; allowed: a metrics.RankContext or None")
     if proxies is not None:
         proxies = check_names("proxies", proxies)
     bootstrap = check_int("bootstrap", bootstrap, low=0, high=100_000)
@@ -133,6 +204,10 @@ def score(
         tname, higher = target, TARGETS.get(target, True)
         y_raw = _numeric(df, target, "target") if target in df else _lookup(df, target, bench, space)
     y = y_raw if higher else -y_raw
+    ctx = context if context is not None else rank_context(df, space, bench)
+    for name, arr in (("cells", ctx.cells), ("size", ctx.size), ("controls", ctx.controls)):
+        if arr is not None and len(arr) != len(df):
+            raise InvalidArgumentError(f"context.{name} has {len(arr)} rows; values has {len(df)}")
     z_raw = None
     if control is not None:
         if control in df:
@@ -148,6 +223,7 @@ def score(
     cols = list(proxies) if proxies is not None else [
         c for c in df.columns if c not in skip and "__" not in c and pd.api.types.is_numeric_dtype(df[c])
         and not c.startswith("g2v_")]
+    described = _describe(ctx)
     out = []
     for c in cols:
         if c not in df:
@@ -158,27 +234,65 @@ def score(
             mz = m & np.isfinite(z_raw)
         n = int(m.sum())
         row: dict[str, Any] = {"proxy": c, "target": tname, "n": n, "n_nonfinite": int((~np.isfinite(x)).sum()),
-                               "higher_is_better": _orientation(c, space)}
+                               "higher_is_better": _orientation(c, space), **described}
         if n < 3 or np.ptp(x[m]) == 0 or np.ptp(y[m]) == 0:
             row.update(kendall_tau=math.nan, spearman_rho=math.nan,
                        note=(f"no correlation: only {n} arch(s) with finite proxy and target values (3 needed)" if n < 3
                              else "no correlation: the proxy is constant over these archs" if np.ptp(x[m]) == 0
                              else "no correlation: the target is constant over these archs"))
+            if n >= 3 and np.ptp(y[m]) > 0:  # a constant score still has a tie-broken τ: 0
+                new = _new_metrics(x[m], y[m], _take(ctx, m), bootstrap, seed, top)
+                row.update({k: v for k, v in new.items() if not k.startswith(("kendall_tau", "spearman_rho"))})
         else:
             row["kendall_tau"] = float(kendalltau(x[m], y[m])[0])
             row["spearman_rho"] = float(spearmanr(x[m], y[m])[0])
-            lo, hi, rlo, rhi = _bootstrap(x[m], y[m], bootstrap, seed)
-            row.update(tau_ci_low=lo, tau_ci_high=hi, rho_ci_low=rlo, rho_ci_high=rhi,
+            new = _new_metrics(x[m], y[m], _take(ctx, m), bootstrap, seed, top)
+            # τ-b's and ρ's intervals come from the same resamples as every other metric's
+            # (the rows and the seed of _bootstrap, so the same numbers; tested)
+            row.update(tau_ci_low=new.pop("kendall_tau_ci_low"), tau_ci_high=new.pop("kendall_tau_ci_high"),
+                       rho_ci_low=new.pop("spearman_rho_ci_low"), rho_ci_high=new.pop("spearman_rho_ci_high"),
                        top10_precision=top_k_precision(x[m], y[m], top))
             if z_raw is not None and mz.sum() >= 3 and c != control:
                 row["partial_tau_given_params"] = partial_tau(x[mz], y[mz], z_raw[mz])
                 row["strata_tau_given_params"] = strata_tau(x[mz], y[mz], z_raw[mz])
+                row["size_control"] = control
+            row.update(new)
         out.append(row)
+    new_cols = [f"{k}{sfx}" for k in NEW_METRICS for sfx in ("", "_ci_low", "_ci_high")]
     cols_order = ["proxy", "target", "n", "kendall_tau", "spearman_rho", "tau_ci_low", "tau_ci_high", "rho_ci_low",
                   "rho_ci_high", "top10_precision", "partial_tau_given_params", "strata_tau_given_params",
-                  "higher_is_better", "n_nonfinite", "note"]
+                  "higher_is_better", "n_nonfinite", "note", *new_cols, "top10_precision_ci_low",
+                  "top10_precision_ci_high", "pw10_size", "cells", "partial_controls", "size_control"]
     res = pd.DataFrame(out)
     return res[[c for c in cols_order if c in res]]
+
+
+def _new_metrics(x: np.ndarray, y: np.ndarray, ctx: metrics.RankContext, bootstrap: int, seed: int, top: float
+                 ) -> dict[str, float]:
+    """The metrics of :data:`NEW_METRICS` and the top-k interval for one score."""
+    est = metrics.rank_metrics(x, y, ctx, bootstrap=bootstrap, seed=seed, top=top)
+    flat = metrics.estimates_to_row({k: est[k] for k in NEW_METRICS})
+    for k in ("kendall_tau", "spearman_rho"):
+        flat[f"{k}_ci_low"], flat[f"{k}_ci_high"] = est[k].ci_low, est[k].ci_high
+    flat["top10_precision_ci_low"] = est["top10_precision"].ci_low
+    flat["top10_precision_ci_high"] = est["top10_precision"].ci_high
+    return flat
+
+
+def _take(ctx: metrics.RankContext, m: np.ndarray) -> metrics.RankContext:
+    """The context on the rows of ``m``; a part with a missing value there is dropped
+    (its metrics become NaN) rather than silently shrinking the rows every metric uses."""
+    c = ctx.take(m)
+    cells = c.cells if c.cells is None or pd.notna(c.cells).all() else None
+    size = c.size if c.size is None or np.isfinite(c.size).all() else None
+    ctrl = c.controls if c.controls is None or np.isfinite(c.controls).all() else None
+    return metrics.RankContext(cells, size, c.size_name, ctrl, c.control_names, c.cells_name)
+
+
+def _describe(ctx: metrics.RankContext) -> dict[str, str]:
+    return {"pw10_size": ctx.size_name if ctx.size is not None else "",
+            "cells": ctx.cells_name if ctx.cells is not None else "",
+            "partial_controls": ", ".join(ctx.control_names) if ctx.controls is not None else ""}
 
 
 def _numeric(df: pd.DataFrame, column: str, role: str) -> np.ndarray:
@@ -188,15 +302,17 @@ def _numeric(df: pd.DataFrame, column: str, role: str) -> np.ndarray:
         raise InvalidArgumentError(f"{role} = {column!r}: the column holds non-numbers (dtype {df[column].dtype})") from None
 
 
-def _bench(bench: Any) -> Any:
+def _bench(bench: BenchmarkLike | None) -> BenchmarkLike:
+    """``bench``, checked; without one the benchmark is loaded (``Benchmark.load``: the
+    documented data resolution), which every public function here says it does."""
     if bench is None:
         from .benchmark import Benchmark
 
-        bench = Benchmark.load(progress=False)
-    return bench
+        return Benchmark.load(progress=False)
+    return check_bench(bench)
 
 
-def _flexibert_lookup(df: pd.DataFrame, target: str, bench: Any) -> np.ndarray:
+def _flexibert_lookup(df: pd.DataFrame, target: str, bench: BenchmarkLike) -> np.ndarray:
     flex = _bench(bench).to_pandas()
     if "id" in df:
         m = dict(zip(flex.id, flex[target]))
@@ -207,7 +323,7 @@ def _flexibert_lookup(df: pd.DataFrame, target: str, bench: Any) -> np.ndarray:
     raise InvalidArgumentError(f"target = {target!r} needs an 'id' or 'arch' column in values")
 
 
-def _nlp_lookup(df: pd.DataFrame, target: str, bench: Any) -> np.ndarray:
+def _nlp_lookup(df: pd.DataFrame, target: str, bench: BenchmarkLike) -> np.ndarray:
     nlp = _bench(bench).nlp
     table = nlp.wikitext2 if target == "wikitext2_loss" else nlp.ptb
     col = {"wikitext2_loss": "final_test_loss"}.get(target, target)  # NaN for the 4 diverged runs
@@ -220,7 +336,7 @@ def _nlp_lookup(df: pd.DataFrame, target: str, bench: Any) -> np.ndarray:
     raise InvalidArgumentError(f"target = {target!r} needs a 'log_name' or 'recipe_id' column in values")
 
 
-def _flexibert_stored(bench: Any) -> pd.DataFrame:
+def _flexibert_stored(bench: BenchmarkLike) -> pd.DataFrame:
     bench = _bench(bench)
     p = bench.data.table("flexibert_proxies").to_pandas()
     if "activation_distance_hook_multiplicity" in p:  # the per-pass value (docs/errata.md)
@@ -228,6 +344,132 @@ def _flexibert_stored(bench: Any) -> pd.DataFrame:
     f = bench.to_pandas()[["id", "glue", "num_params", "num_params_as_trained"]].rename(
         columns={"num_params": "num_params_faithful"})
     return p.merge(f, on="id")
+
+
+# -- the context of the metrics beyond τ, and the model keys of the trivial baselines ------------
+@functools.lru_cache(maxsize=4096)
+def _arch_facts(arch: str) -> tuple[float, float, float, float]:
+    """(layers, hidden size, total heads, as-specified parameter count) of an arch."""
+    a = Arch.coerce(arch)
+    return (float(len(a.layers)), float(a.hidden_size), float(sum(int(layer.num_operation_heads) for layer in a.layers)),
+            float(flexibert_num_params(a, AS_SPECIFIED)))
+
+
+def _arch_or_none(value: Any) -> Arch | None:
+    try:
+        return Arch.coerce(value)
+    except Exception:  # not an arch (NaN, junk): no context for this row
+        return None
+
+
+def _flexibert_keys(df: pd.DataFrame, bench: Any) -> list[Any]:
+    """The arch of each row: by ``id`` (the benchmark's arch), else the ``arch`` column."""
+    if "id" in df:
+        flex = _bench(bench).to_pandas()
+        by_id = dict(zip(flex.id.astype(int), flex.arch))
+        out: list[Any] = []
+        for i in df["id"]:
+            try:
+                out.append(_arch_or_none(by_id.get(int(i))))
+            except (TypeError, ValueError):
+                out.append(None)
+        return out
+    if "arch" in df:
+        return [_arch_or_none(a) for a in df["arch"]]
+    return [None] * len(df)
+
+
+def _flexibert_context(df: pd.DataFrame, bench: Any) -> metrics.RankContext:
+    facts = np.array([_arch_facts(str(a)) if a is not None else (np.nan,) * 4 for a in _flexibert_keys(df, bench)],
+                     dtype=float).reshape(len(df), 4)
+    cells = np.where(np.isfinite(facts[:, 0]), facts[:, 0] * 10_000 + facts[:, 1], np.nan)
+    return metrics.RankContext(cells=cells, size=facts[:, 3], size_name="num_params (as specified)",
+                               controls=facts[:, :3], control_names=("layers", "hidden_size", "total_heads"),
+                               cells_name="(layers, hidden size)")
+
+
+def _nlp_tables(bench: Any) -> list[pd.DataFrame]:
+    nlp = _bench(bench).nlp
+    return [nlp.ptb, nlp.wikitext2]
+
+
+def _nlp_rows(df: pd.DataFrame, bench: Any) -> tuple[list[Any], np.ndarray]:
+    """(recipe or None, parameter count or NaN) of each row: from its ``recipe``, or its
+    run (``log_name``, or ``key`` as the sweep labels runs; PTB first, then WikiText-2),
+    or its ``recipe_id`` (PTB)."""
+    from .spaces.nlp import parse_recipe
+
+    n = len(df)
+    recipes: list[Any] = [None] * n
+    sizes = np.full(n, np.nan)
+    label = "log_name" if "log_name" in df else "key" if "key" in df else None
+    if label is not None or "recipe_id" in df:
+        for t in reversed(_nlp_tables(bench)):  # PTB last: it wins where a run is in both
+            col = label if label is not None else "recipe_id"
+            src = "log_name" if label is not None else "recipe_id"
+            if src not in t:
+                continue
+            rec = dict(zip(t[src], t["recipe"]))
+            num = dict(zip(t[src], t["num_params"]))
+            for i, k in enumerate(df[col]):
+                if k in num:
+                    sizes[i] = float(num[k])
+                    if isinstance(rec.get(k), str):
+                        recipes[i] = rec[k]
+    if "recipe" in df:
+        for i, r in enumerate(df["recipe"]):
+            if recipes[i] is None and r is not None and not (isinstance(r, float) and math.isnan(r)):
+                recipes[i] = r
+    parsed: list[Any] = []
+    for i, r in enumerate(recipes):
+        try:
+            parsed.append(parse_recipe(r) if r is not None else None)
+        except Exception:  # not a recipe: no baselines for this row
+            parsed.append(None)
+        if parsed[-1] is not None and not np.isfinite(sizes[i]):
+            sizes[i] = float(nlp_num_params(parsed[-1]))
+    return parsed, sizes
+
+
+def _nlp_keys(df: pd.DataFrame, bench: Any) -> list[Any]:
+    return _nlp_rows(df, bench)[0]
+
+
+def _nlp_context(df: pd.DataFrame, bench: Any) -> metrics.RankContext:
+    size = _nlp_rows(df, bench)[1]
+    return metrics.RankContext(cells=size.copy(), size=size, size_name="num_params", controls=size[:, None],
+                               control_names=("num_params",), cells_name="(equal parameter count)")
+
+
+def rank_context(values: pd.DataFrame, space: str = "flexibert", bench: Any = None) -> metrics.RankContext:
+    """The cells, pw10 size and controls of the rows of ``values`` (see the module
+    docstring): FlexiBERT rows are found by ``id`` or ``arch``, NAS-Bench-NLP rows by
+    ``log_name`` (or ``key``), ``recipe_id`` or ``recipe``. A row that cannot be found
+    gets NaN (the metrics that need it are then NaN for every score)."""
+    if not isinstance(values, pd.DataFrame):
+        raise InvalidArgumentError(f"values = {type(values).__name__} is not allowed; allowed: a pandas DataFrame")
+    return scoring_space(space).context(values.reset_index(drop=True), bench)
+
+
+def baseline_values(values: pd.DataFrame, space: str = "flexibert", *, semantics: Any = "as_trained", bench: Any = None,
+                    names: Iterable[str] | None = None) -> pd.DataFrame:
+    """The trivial spec baselines (:mod:`nasbench_bert.proxies.baselines`) of the rows
+    of ``values``, one column each, aligned with its rows; torch-free. ``semantics``
+    picks the model whose parameters ``param_count`` and ``depth_width_then_size``
+    count (FlexiBERT). Rows whose arch or recipe cannot be found get NaN."""
+    sp = scoring_space(space)
+    if not isinstance(values, pd.DataFrame):
+        raise InvalidArgumentError(f"values = {type(values).__name__} is not allowed; allowed: a pandas DataFrame")
+    allowed = _baselines.trivial_names(space)
+    chosen = allowed if names is None else check_names("names", names)
+    bad = [n for n in chosen if n not in registry.REGISTRY[space] or not registry.REGISTRY[space][n].analytic]
+    if bad:
+        raise InvalidArgumentError(f"names = {bad} not allowed; allowed values: analytic scores of {space!r}, e.g. {allowed}")
+    from .semantics import get_semantics
+
+    sem = get_semantics(semantics)
+    keys = sp.keys(values.reset_index(drop=True), bench)
+    return pd.DataFrame(_baselines.analytic_values(space, keys, chosen, sem))
 
 
 @dataclass(frozen=True)
@@ -245,6 +487,10 @@ class ScoringSpace:
     stored_columns: Callable[[pd.DataFrame], list[str]]
     #: the size the stored scores are controlled for
     control: str
+    #: rows -> the context of the metrics beyond τ (cells, pw10 size, controls)
+    context: Callable[[pd.DataFrame, Any], metrics.RankContext]
+    #: rows -> the model key (arch, recipe or None) of each, for the analytic scores
+    keys: Callable[[pd.DataFrame, Any], list[Any]]
 
 
 SCORING_SPACES: dict[str, ScoringSpace] = {
@@ -253,10 +499,10 @@ SCORING_SPACES: dict[str, ScoringSpace] = {
         _flexibert_lookup, _flexibert_stored, "glue",
         lambda df: [*FLEXIBERT_PROXY_COLUMNS.values(), *(["activation_distance_dedup"] if "activation_distance_dedup" in df else []),
                     "num_params_faithful", "num_params_as_trained"],
-        "num_params_as_trained"),
+        "num_params_as_trained", _flexibert_context, _flexibert_keys),
     "nlp": ScoringSpace(
         "nlp", ("test_loss", "wikitext2_loss", "num_params"), _nlp_lookup, lambda bench: _bench(bench).nlp.ptb.copy(),
-        "test_loss", lambda df: ["num_params", *NLP_PROXY_COLUMNS.values()], "num_params"),
+        "test_loss", lambda df: ["num_params", *NLP_PROXY_COLUMNS.values()], "num_params", _nlp_context, _nlp_keys),
 }
 
 
@@ -265,41 +511,96 @@ def scoring_space(space: Any) -> ScoringSpace:
     return SCORING_SPACES[check_choice("space", space, tuple(SCORING_SPACES))]
 
 
-def _lookup(df: pd.DataFrame, target: str, bench: Any, space: str = "flexibert") -> np.ndarray:
+def _lookup(df: pd.DataFrame, target: str, bench: BenchmarkLike, space: str = "flexibert") -> np.ndarray:
     sp = SCORING_SPACES["nlp"] if target in ("test_loss", "wikitext2_loss") or (
         target == "num_params" and ("log_name" in df or "recipe_id" in df)) else scoring_space(space)
     return sp.lookup(df, target, bench)
 
 
-def stored_values(space: str, bench: Any = None) -> tuple[pd.DataFrame, str]:
+def stored_values(space: str, bench: BenchmarkLike | None = None) -> tuple[pd.DataFrame, str]:
     """The release's stored proxy values with their identifying columns, and the target."""
     sp = scoring_space(space)
     return sp.stored(bench), sp.stored_target
 
 
-def score_stored(space: str = "flexibert", *, bench: Any = None, bootstrap: int = 200, seed: int = 0) -> pd.DataFrame:
+def score_stored(space: str = "flexibert", *, bench: BenchmarkLike | None = None, bootstrap: int = 200, seed: int = 0,
+                 baselines: bool = False, target: str | Iterable[str] | None = None) -> pd.DataFrame:
     """Score every stored proxy of the release against its benchmark's target
     (FlexiBERT: GLUE over the 500 ids, controlling for the as-trained size;
-    NAS-Bench-NLP: -PTB test loss over its runs)."""
+    NAS-Bench-NLP: -PTB test loss over its runs).
+
+    ``baselines``: add the trivial spec baselines' rows (FlexiBERT: parameter counts
+    of the as-trained model, :data:`STORED_BASELINE_SEMANTICS`; NAS-Bench-NLP: only the
+    runs with a public recipe have one, ``n`` says how many). ``target``: another
+    target or a list (e.g. ``["glue", *GLUE_TASKS]``); default the benchmark's."""
     sp = scoring_space(space)
+    if not isinstance(baselines, bool):
+        raise InvalidArgumentError(f"baselines = {baselines!r} is not allowed; allowed: True or False")
     df = sp.stored(bench)
-    return score(df, sp.stored_target, proxies=sp.stored_columns(df), space=space, control=sp.control,
+    names = sp.stored_columns(df)
+    if baselines:
+        base = baseline_values(df, space, semantics=STORED_BASELINE_SEMANTICS, bench=bench)
+        df = pd.concat([df.reset_index(drop=True).drop(columns=[c for c in base.columns if c in df]), base], axis=1)
+        names = names + [c for c in base.columns if c not in names]
+    return score(df, sp.stored_target if target is None else target, proxies=names, space=space, control=sp.control,
                  bootstrap=bootstrap, seed=seed, bench=bench)
 
 
-def to_markdown(scores: pd.DataFrame, digits: int = 3) -> str:
-    """A Markdown table of a score() result."""
-    cols = [c for c in ("proxy", "n", "kendall_tau", "tau_ci_low", "tau_ci_high", "spearman_rho", "top10_precision",
-                        "partial_tau_given_params") if c in scores]
-    head = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
+#: the to_markdown columns: (value column, interval columns or None, header)
+_MD_COLUMNS: tuple[tuple[str, tuple[str, str] | None, str], ...] = (
+    ("kendall_tau", ("tau_ci_low", "tau_ci_high"), "τ-b (scipy)"),
+    ("tau_tiebroken", ("tau_tiebroken_ci_low", "tau_tiebroken_ci_high"), "τ, ties broken at random"),
+    ("spearman_rho", ("rho_ci_low", "rho_ci_high"), "Spearman ρ"),
+    ("tau_pw10", ("tau_pw10_ci_low", "tau_pw10_ci_high"), "10 %-PW τ-b{pw}"),
+    ("tau_within_cell", ("tau_within_cell_ci_low", "tau_within_cell_ci_high"), "τ-b within cells{cells}"),
+    ("partial_tau_arch", ("partial_tau_arch_ci_low", "partial_tau_arch_ci_high"), "partial τ given {controls}"),
+    ("top10_precision", ("top10_precision_ci_low", "top10_precision_ci_high"), "top-10 % precision"),
+    ("partial_tau_given_params", None, "partial τ given {size}"),
+)
+
+
+def _first(scores: pd.DataFrame, col: str) -> str:
+    if col not in scores:
+        return ""
+    vals = [v for v in scores[col] if isinstance(v, str) and v]
+    return vals[0] if vals else ""
+
+
+def to_markdown(scores: pd.DataFrame, digits: int = 3, *, intervals: bool = True) -> str:
+    """A Markdown table of a score() result; each header names its τ (τ-b is scipy's,
+    ties corrected; the tie-broken τ is the expected τ-b with the score's ties broken
+    at random) and what the 10 %-PW size, the cells and the controls were. Values come
+    with their 95 % bootstrap interval where one was computed (``intervals``); "–" is
+    not defined (e.g. the within-cell τ of a score constant in every cell)."""
+    pw, cells, controls = _first(scores, "pw10_size"), _first(scores, "cells"), _first(scores, "partial_controls")
+    fmt = {"pw": f" (size: {pw})" if pw else "", "cells": f" {cells}" if cells else "",
+           "controls": controls or "the controls", "size": _first(scores, "size_control") or "the size column"}
+    cols = ["proxy"] + (["target"] if "target" in scores and scores["target"].nunique() > 1 else []) + \
+        (["n"] if "n" in scores else [])
+    spec = [(c, ci, h.format(**fmt)) for c, ci, h in _MD_COLUMNS if c in scores]
+    head = "| " + " | ".join([*cols, *(h for _, _, h in spec)]) + " |\n|" + "---|" * (len(cols) + len(spec)) + "\n"
+
+    def cell(v: Any) -> str:
+        if isinstance(v, (float, np.floating)):
+            return "–" if not np.isfinite(v) else f"{v:.{digits}f}"
+        return str(v)
+
     body = ""
-    for _, r in scores[cols].iterrows():
-        body += "| " + " | ".join(f"{v:.{digits}f}" if isinstance(v, float) else str(v) for v in r) + " |\n"
+    for _, r in scores.iterrows():
+        parts = [cell(r[c]) for c in cols]
+        for c, ci, _ in spec:
+            v = r[c]
+            txt = cell(v)
+            if intervals and ci is not None and all(k in r for k in ci) and txt != "–" and \
+                    all(isinstance(r[k], (float, np.floating)) and np.isfinite(r[k]) for k in ci):
+                txt += f" [{r[ci[0]]:.{digits}f}, {r[ci[1]]:.{digits}f}]"
+            parts.append(txt)
+        body += "| " + " | ".join(parts) + " |\n"
     return head + body
 
 
 def scatter(values: pd.DataFrame, proxy: str, target: str | pd.Series, path: str | Path, *, space: str = "flexibert",
-            bench: Any = None, logx: bool | None = None) -> Path:
+            bench: BenchmarkLike | None = None, logx: bool | None = None) -> Path:
     """Scatter plot of a proxy against a target with tau and rho in the title (PNG)."""
     import matplotlib
 
@@ -328,7 +629,7 @@ def scatter(values: pd.DataFrame, proxy: str, target: str | pd.Series, path: str
     return path
 
 
-def paper_figures(out: str | Path, bench: Any = None) -> list[Path]:
+def paper_figures(out: str | Path, bench: BenchmarkLike | None = None) -> list[Path]:
     """The paper's Figures 1-3 from the stored tables: hidden covariance (layer 1) vs PTB
     test loss, and number of parameters and head confidence (raw, normalised) vs GLUE."""
     out = Path(out)

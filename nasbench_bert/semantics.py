@@ -105,8 +105,10 @@ class Semantics:
     summary: str
     #: a fixed hidden size for every arch, or None for the arch's own
     fixed_hidden: int | None
-    #: "arch": F x num_ff; "fixed": ``fixed_ff`` x num_ff; "electra_tf": 4H, then F x (num_ff - 1)
-    ff_rule: Literal["arch", "fixed", "electra_tf"]
+    #: "arch": F x num_ff; "fixed": ``fixed_ff`` x num_ff; "electra_tf": 4H, then F x (num_ff - 1);
+    #: "first_layer": the first layer's F x num_ff in every layer (the authors' code given
+    #: ``intermediate_size`` = layer 0's F, as the NSC authors' ``eval_flexibert.py`` builds it)
+    ff_rule: Literal["arch", "fixed", "electra_tf", "first_layer"]
     fixed_ff: int | None
     #: "arch": the operation named; "sdp": scaled dot-product attention everywhere
     mixing_rule: Literal["arch", "sdp"]
@@ -162,6 +164,8 @@ class Semantics:
                 ff = (layer.feed_forward_dimension,) * n
             elif self.ff_rule == "fixed":
                 ff = (int(self.fixed_ff or 0),) * n
+            elif self.ff_rule == "first_layer":
+                ff = (a.layers[0].feed_forward_dimension,) * n
             else:
                 ff = (4 * H,) + (layer.feed_forward_dimension,) * (n - 1)
             layers.append(LayerPlan(mixing, layer.num_operation_heads, kernel, ff))

@@ -243,3 +243,88 @@ def test_hub_dataset_loader_on_local_data(tmp_path):
     assert docs == ["first document here", "second one"]
     with pytest.raises(ValueError, match="corpus"):
         read_corpus("ftp:x")
+
+
+# -- recipes: an entry means what its recipe says ---------------------------------------------------
+def test_recipe_key_changes_with_what_is_computed_only():
+    from nasbench_bert.builders.entry import EXECUTION_FIELDS, make_recipe
+
+    base = make_recipe(glue=RTE, tasks=["rte"], pretrain_config=TINY_PRE, finetune_config=TINY_FT)
+    same = [make_recipe(glue=str(RTE), tasks=["rte"], pretrain_config={**TINY_PRE, "checkpoint_every": 7, "log_every": 3},
+                        finetune_config=TINY_FT),
+            make_recipe(glue=RTE, tasks=("rte",), pretrain_config={**TINY_PRE, "adamw": "foreach"}, finetune_config=TINY_FT)]
+    other = [make_recipe(glue=RTE, tasks=["rte"], pretrain_config={**TINY_PRE, "steps": 201}, finetune_config=TINY_FT),
+             make_recipe(glue=RTE, tasks=["rte", "mrpc"], pretrain_config=TINY_PRE, finetune_config=TINY_FT),
+             make_recipe(glue=RTE, tasks=["rte"], pretrain_config=TINY_PRE, finetune_config=TINY_FT, semantics="as_specified"),
+             make_recipe(glue=RTE, tasks=["rte"], pretrain_config=TINY_PRE, finetune_config={**TINY_FT, "epochs": 2}),
+             make_recipe(glue=RTE, tasks=["rte"], pretrain_config={**TINY_PRE, "precision": "bf16"}, finetune_config=TINY_FT),
+             make_recipe(glue="hf:glue", tasks=["rte"], pretrain_config=TINY_PRE, finetune_config=TINY_FT)]
+    assert all(r.key == base.key for r in same)
+    keys = [r.key for r in other]
+    assert base.key not in keys and len(set(keys)) == len(keys)
+    assert not EXECUTION_FIELDS & set(base.fields()["pretrain"]) and len(base.key) == 12
+    # a results table holds the same arch under two recipes as two entries
+    from nasbench_bert import Arch
+
+    assert ResultsTable.key(ARCH, base.key) == f"{Arch.from_string(ARCH).index:08d}-{base.key}"
+
+
+@pytest.mark.parametrize("field, value", [("tasks", []), ("tasks", "rte"), ("tasks", ["rte", "rte"]),
+                                          ("finetune_config", {"epochs": 0}),
+                                          ("finetune_config", {"max_train_examples": 0}),
+                                          ("finetune_config", {"batch_size": 0}), ("finetune_config", {"head": "x"}),
+                                          ("finetune_config", {"learning_rate": 0.0}),
+                                          ("pretrain_config", {"vocab_size": 5}), ("pretrain_config", {"warmup_steps": -1}),
+                                          ("pretrain_config", {"max_documents": 0})])
+def test_bad_recipe_fields_are_named_before_any_work(field, value, tmp_path):
+    from nasbench_bert.builders.entry import make_recipe
+    from nasbench_bert.errors import InvalidArgumentError
+
+    name = field if field == "tasks" else next(iter(value))
+    with pytest.raises(InvalidArgumentError, match=name):
+        make_recipe(glue=RTE, **{field: value})
+    with pytest.raises(InvalidArgumentError, match=name):
+        build_entry(ARCH, glue=RTE, results=tmp_path / "r", **{field: value})
+    assert not list((tmp_path / "r").glob("entries/*"))  # nothing written
+
+
+def test_non_utf8_tsv_names_the_file(tmp_path):
+    d = tmp_path / "rte"
+    d.mkdir()
+    (d / "train.tsv").write_bytes(b"index\tsentence1\tsentence2\tlabel\n0\ta \xff b\tc\tentailment\n")
+    with pytest.raises(ValueError, match=r"train\.tsv is not UTF-8"):
+        read_split(TASKS["rte"], d, "train")
+
+
+def _build_cmd(corpus: str, data_dir: object, res: object) -> list[str]:
+    return [sys.executable, "-m", "nasbench_bert.cli", "--data", str(data_dir), "build-entry", ARCH, "--corpus", corpus,
+            "--glue", str(RTE), "--tasks", "rte", "--batch-size", "8", "--seq-len", "32", "--warmup-steps", "5",
+            "--vocab-size", "3000", "--epochs", "1", "--max-train-examples", "64", "--results", str(res)]
+
+
+def test_cli_refuses_empty_and_zero_recipe_fields(corpus, tmp_path, data_dir):
+    base = _build_cmd(corpus, data_dir, tmp_path / "res")
+    for args in (["--tasks", ""], ["--tasks", " , "], ["--epochs", "0"], ["--max-train-examples", "0"], ["--vocab-size", "5"]):
+        r = subprocess.run([*base, "--steps", "30", *args], capture_output=True, text=True)
+        flag = args[0].lstrip("-").replace("-", "_")
+        assert r.returncode == 2 and "Traceback" not in r.stderr and (flag in r.stderr or args[0] in r.stderr), (args, r.stderr)
+    assert not list((tmp_path / "res").glob("entries/*.json"))
+
+
+@pytest.mark.slow  # three small builds in subprocesses: ~2 min on 2 cores
+def test_cli_rerun_skips_only_the_same_recipe(corpus, tmp_path, data_dir):
+    """The same recipe twice: built, then skipped. Another step count: a new entry,
+    beside the first (the key holds the recipe, not the arch alone)."""
+    res = tmp_path / "res"
+    base = _build_cmd(corpus, data_dir, res)
+    run = [subprocess.run([*base, "--steps", s], capture_output=True, text=True) for s in ("30", "30", "40")]
+    assert all(r.returncode == 0 for r in run), [r.stderr for r in run]
+    assert "skipped: already built" not in run[0].stdout and "skipped: already built" in run[1].stdout
+    assert "skipped" not in run[2].stdout
+    entries = ResultsTable(res).entries()
+    assert sorted(e["hparams"]["num_train_steps"] for e in entries) == [30, 40]
+    assert len({e["recipe"]["key"] for e in entries}) == 2
+    b = Benchmark.load(str(data_dir), results=str(res))
+    from nasbench_bert import Arch
+
+    assert len(b.regenerated()[Arch.from_string(ARCH)]) == 2

@@ -4,8 +4,8 @@ KeyError/TypeError/ValueError from inside the library.
 
 Each test feeds one entry point a mix of well-formed inputs, near misses (one field
 mutated) and junk of every JSON and Python type. ``_call`` counts every outcome by
-exception type; with ``NASBENCH_BERT_FUZZ_REPORT=<file>`` the totals are written there as
-JSON at the end (``.ci/run`` prints them). ``NASBENCH_BERT_FUZZ_SCALE`` multiplies every
+exception type; the totals are written as JSON at the end to ``.fuzz-report.json`` at the
+repository root (git-ignored), or to ``$NASBENCH_BERT_FUZZ_REPORT`` (``.ci/run`` prints them). ``NASBENCH_BERT_FUZZ_SCALE`` multiplies every
 test's example count (1 = CI's small form, about 40,000 inputs in all). CI replays a fixed
 set of inputs; ``NASBENCH_BERT_FUZZ_RANDOM=1`` draws new ones (how the defects behind
 issue 13 and the later ones were found).
@@ -25,10 +25,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import ROOT
 from nasbench_bert import (
     AS_TRAINED, Arch, Benchmark, Budget, NasBenchError, Recipe, get_semantics, parse_recipe, recipe_hash,
 )
@@ -84,9 +86,9 @@ def _report():
         by_type[t] += c
     report = {"inputs": total, "by_outcome": dict(by_type.most_common()),
               "by_entry": {e: {t: c for (e2, t), c in STATS.items() if e2 == e} for e in sorted({e for e, _ in STATS})}}
-    path = os.environ.get("NASBENCH_BERT_FUZZ_REPORT")
-    if path:
-        Path(path).write_text(json.dumps(report, indent=1))
+    # always kept (git-ignored), so CI prints the counts of the README's own test run
+    path = os.environ.get("NASBENCH_BERT_FUZZ_REPORT") or str(ROOT / ".fuzz-report.json")
+    Path(path).write_text(json.dumps(report, indent=1))
     print(f"\nfuzz: {total} inputs; outcomes: {dict(by_type.most_common())}")
 
 
@@ -392,6 +394,91 @@ def test_search_run(bench, algorithm, budget, seed, oracle, params):
     if algorithm == "etas":  # its default NTSR ranks 300 archs with live NTK passes: fuzz the search, not torch
         params = {"proxy": "num_params", "n0": 20, **params}
     _call("search.run", search.run, algorithm, bench, budget=budget, seed=seed, oracle=oracle, **params)
+
+
+# -- every public function's `bench` argument (issue 24) ---------------------------------------
+def _bench_calls(tmp: Any) -> list[tuple[str, Callable[[Any], Any]]]:
+    from nasbench_bert import hardware, proxies, scoring, search
+    from nasbench_bert.integrations import naszero
+
+    calls: list[tuple[str, Callable[[Any], Any]]] = [
+        ("search.run(bench)", lambda b: search.run("random", b, budget=2)),
+        ("search.compare(bench)", lambda b: search.compare(b, ["random"], seeds=1, budget=2)),
+        ("search.make_oracle(bench)", lambda b: search.make_oracle("tabular", b)),
+        ("search.SurrogateOracle(bench)", lambda b: search.SurrogateOracle(b)),
+        ("export_naszero(bench)", lambda b: naszero.export_naszero(b, tmp, spaces="flexibert", tasks="glue")),
+        ("scoring.score(bench)", lambda b: scoring.score(pd.DataFrame({"id": [0, 1, 2], "x": [1.0, 2.0, 3.0]}), "glue",
+                                                          bench=b, bootstrap=0)),
+        ("hardware.measure_many(bench)", lambda b: hardware.measure_many([] if b is None else [0], "as_trained", bench=b)),
+        ("proxies.compute(bench)", lambda b: proxies.compute([] if b is None else [0], "num_params", bench=b)),
+    ]
+    try:
+        from nasbench_bert.integrations import optuna as opt
+        from nasbench_bert.integrations import syne_tune as stn
+
+        calls += [("to_syne_tune(bench)", stn.to_syne_tune), ("nlp_to_syne_tune(bench)", stn.nlp_to_syne_tune),
+                  ("run_optuna(bench)", lambda b: opt.run_optuna(b, n_trials=1)),
+                  ("run_optuna_nlp(bench)", lambda b: opt.run_optuna_nlp(b, n_trials=1))]
+    except ImportError:  # without the [hpo] extra
+        pass
+    return calls
+
+
+@fuzz(40)
+@given(junk)
+def test_bench_arguments(bench, tmp_path_factory, b):
+    """Whatever is passed as ``bench``: a result (it was a benchmark) or the library's
+    error naming the argument - never an AttributeError from deep inside."""
+    pytest.importorskip("torch")
+    tmp = tmp_path_factory.mktemp("zc")
+    for entry, call in _bench_calls(tmp):
+        _call(entry, call, b)
+
+
+@fuzz(300)
+@given(st.dictionaries(st.sampled_from(["hidden_size", "num_layers", "layer0_operation", "layer0_num_operation_heads",
+                                        "layer2_num_feed_forward", "depth", "x"]), st.one_of(scalars, junk), max_size=4),
+       st.one_of(st.none(), st.sampled_from([100_000, 50_000, {"steps": 100_000}, {"epochs": 1}]), junk),
+       st.one_of(st.none(), st.integers(-2, 3), junk), st.booleans())
+def test_syne_tune_objective(bench, config, fidelity, seed, whole):
+    stn = pytest.importorskip("nasbench_bert.integrations.syne_tune", reason="the [hpo] extra is not installed")
+    bb = _blackbox(stn, bench)
+    cfg = {**stn.arch_to_config(bench.archs[3]), **config} if whole else config
+    _call("syne_tune.objective_function", bb.objective_function, cfg, fidelity=fidelity, seed=seed)
+
+
+_BB: dict[str, Any] = {}
+
+
+def _blackbox(stn: Any, bench: Benchmark) -> Any:
+    if "bb" not in _BB:
+        _BB["bb"] = stn.to_syne_tune(bench)
+    return _BB["bb"]
+
+
+@fuzz(400)
+@given(st.one_of(st.binary(max_size=60), junk.map(lambda j: json.dumps(j, default=str).encode()),
+                 st.dictionaries(st.text(max_size=4), st.dictionaries(st.text(max_size=4), junk, max_size=2), max_size=2)
+                 .map(lambda d: json.dumps(d, default=str).encode())))
+def test_read_naszero(tmp_path_factory, content):
+    from nasbench_bert.integrations.naszero import read_naszero
+
+    p = tmp_path_factory.mktemp("zc") / "zc.json"
+    p.write_bytes(content)
+    _call("read_naszero", read_naszero, p)
+
+
+@fuzz(60)
+@given(st.one_of(st.sampled_from(["flexibert", "nlp", ["flexibert"], "zc"]), junk),
+       st.one_of(st.sampled_from(["glue", "rte", ["glue", "rte"], "x"]), junk),
+       st.one_of(st.none(), st.sampled_from(["as_trained", "authors", "bogus"]), junk),
+       st.one_of(st.none(), st.floats(), st.text(max_size=3), junk))
+def test_export_naszero(bench, tmp_path_factory, spaces, tasks, semantics, value):
+    from nasbench_bert.integrations.naszero import export_naszero
+
+    live = None if semantics is None else pd.DataFrame({"arch": [str(bench.archs[0])], "semantics": [semantics],
+                                                        "x": [value], "error": [None]})
+    _call("export_naszero", export_naszero, bench, tmp_path_factory.mktemp("zc"), live=live, spaces=spaces, tasks=tasks)
 
 
 @fuzz(200)

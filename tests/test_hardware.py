@@ -146,7 +146,10 @@ def test_a_build_without_a_measurement_has_no_hardware_and_says_how(tmp_path):
     from nasbench_bert.data.release import build_tables
     from conftest import UPSTREAM
 
-    build_tables(UPSTREAM, tmp_path / "d", progress=False, hardware=tmp_path / "none")
+    with pytest.raises(DataNotFoundError, match="holds no hardware measurement"):  # asked for by name: never skipped
+        build_tables(UPSTREAM, tmp_path / "d", progress=False, hardware=tmp_path / "none")
+    assert not (tmp_path / "d").exists()
+    build_tables(UPSTREAM, tmp_path / "d", progress=False, hardware=False)
     b = Benchmark.load(str(tmp_path / "d"))
     assert not b.data.has_table("flexibert_hardware") and b.hardware_machine == {}
     assert b.query(0).hardware == {}

@@ -49,7 +49,7 @@ def _configs(st, df: pd.DataFrame) -> list[Arch]:
 
 
 # -- syne-tune -------------------------------------------------------------------------------------
-def test_flat_encoding(st):
+def test_flat_encoding(st, bench):
     for a in FLEXIBERT_SPACE.sample(300, seed=0):
         cfg = st.arch_to_config(a)
         assert set(cfg) == set(st.FLAT_KEYS) and st.config_to_arch(cfg) == a
@@ -59,10 +59,13 @@ def test_flat_encoding(st):
     bad = {**st.arch_to_config(arch_at(0)), "layer1_operation": "SA-XYZ"}
     with pytest.raises(InvalidArgumentError, match="layer1_operation"):
         st.config_to_arch(bad)
+    with pytest.raises(InvalidArgumentError, match="bench"):
+        st.to_syne_tune(None)
     with pytest.raises(InvalidArgumentError, match="oracle"):
-        st.to_syne_tune(None, oracle="exact")
+        st.to_syne_tune(bench, oracle="exact")
 
 
+@pytest.mark.hardware_table  # runs in both forms: without a measurement, and again after CI measures one
 def test_tabular_blackbox_is_the_table(st, tab, bench):
     archs = list(dict.fromkeys(bench.archs))
     assert len(tab.hyperparameters) == len(archs) == 491 and tab.num_seeds == 2
@@ -375,22 +378,22 @@ def test_naszero_round_trip(bench, tmp_path):
         r = glue.loc[str(a)]
         assert r["id"] == q.id and r["val_accuracy"] == q.glue
         for p in ("synaptic_diversity", "jacobian_cosine", "head_confidence_norm"):
-            assert r[f"{p}@authors"] == stored.loc[q.id, p] and math.isnan(r[f"{p}@authors__time"])
+            assert r[f"{p}@authors:release"] == stored.loc[q.id, p] and math.isnan(r[f"{p}@authors:release__time"])
     rte = df[df["task"] == "rte"].set_index("arch")
     assert rte.loc[str(a3), "val_accuracy"] == bench.query(a3, charge=False).scores["rte"]
-    assert glue.loc[str(a0), "ntkt@as_trained"] == 1.5 and glue.loc[str(a0), "ntkt@as_trained__time"] == 0.4
-    assert math.isnan(glue.loc[str(a3), "sept@as_trained"])  # NaN -> null -> NaN
-    assert math.isnan(glue.loc[str(bench.archs[20]), "ntkt@as_trained"])  # not computed live
+    assert glue.loc[str(a0), "ntkt@as_trained:live"] == 1.5 and glue.loc[str(a0), "ntkt@as_trained:live__time"] == 0.4
+    assert math.isnan(glue.loc[str(a3), "sept@as_trained:live"])  # NaN -> null -> NaN
+    assert math.isnan(glue.loc[str(bench.archs[20]), "ntkt@as_trained:live"])  # not computed live
 
     nlp = read_naszero(nlp_path)
     ptb = nlp[nlp["task"] == "ptb"].set_index("arch")
     table = bench.nlp.ptb.set_index(bench.nlp.ptb["recipe_id"].astype(int).astype(str))
     assert len(ptb) == len(table) == 8794
     for p in ("jacobian_cosine", "synaptic_saliency", "hidden_covariance_layer2"):
-        np.testing.assert_array_equal(ptb.loc[table.index, f"{p}@authors"].to_numpy(), table[p].to_numpy())
+        np.testing.assert_array_equal(ptb.loc[table.index, f"{p}@authors:release"].to_numpy(), table[p].to_numpy())
     np.testing.assert_allclose(ptb.loc[table.index, "val_accuracy"].to_numpy(), 100 - table["test_loss"].to_numpy())
     rid = str(int(rec["recipe_id"]))
-    assert ptb.loc[rid, "grad_norm@as_trained"] == 0.25
+    assert ptb.loc[rid, "grad_norm@as_trained:live"] == 0.25
     wt2 = nlp[nlp["task"] == "wikitext2"].set_index("arch")
     for r in wt2.index[:25]:
         assert wt2.loc[r, "val_accuracy"] == pytest.approx(100 - bench.nlp.query(int(r), "wikitext2", charge=False).test_loss)
@@ -398,6 +401,54 @@ def test_naszero_round_trip(bench, tmp_path):
         export_naszero(bench, tmp_path, spaces=["nasbench201"])
     with pytest.raises(InvalidArgumentError, match="live"):
         export_naszero(bench, tmp_path, live=pd.DataFrame({"x": [1]}))
+
+
+def test_naszero_live_never_overwrites_stored(bench, tmp_path):
+    """Issue 24: live `authors` values were written under the stored `<proxy>@authors` key,
+    replacing the release's values, and timing columns were exported as proxies."""
+    from nasbench_bert.integrations.naszero import export_naszero, read_naszero
+
+    a0 = bench.archs[0]
+    live = pd.DataFrame({"id": [0], "arch": [str(a0)], "semantics": ["authors"], "head_confidence": [6.158],
+                         "head_confidence__seconds": [0.1], "seconds_pass": [0.3], "seconds_proxies": [0.1],
+                         "seconds": [0.5], "error": [None]})
+    (path,) = export_naszero(bench, tmp_path, live=live, spaces="flexibert", tasks="glue")
+    r = read_naszero(path).set_index("arch").loc[str(a0)]
+    stored = bench.data.table("flexibert_proxies").to_pandas().set_index("id").loc[0, "head_confidence"]
+    assert r["head_confidence@authors:release"] == stored != 6.158
+    assert r["head_confidence@authors:live"] == 6.158
+    assert not [c for c in r.index if "seconds" in c]
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda f: f.assign(arch=["128/LT-DCT-h2-512x3/DSC-9-h4-1024x3/LT-DFT-h2-512x3/SA-WMA-h4-1024x3"]), "match no arch"),
+    (lambda f: f.assign(head_confidence=["high"]), "non-numbers"),
+    (lambda f: f.assign(semantics=["bogus"]), "semantics"),
+    (lambda f: pd.concat([f, f.assign(head_confidence=[1.0])]), "twice"),
+])
+def test_naszero_export_refuses_what_it_cannot_write(bench, tmp_path, change, match):
+    from nasbench_bert.integrations.naszero import export_naszero
+
+    live = pd.DataFrame({"id": [0], "arch": [str(bench.archs[0])], "semantics": ["as_trained"], "head_confidence": [2.0],
+                         "seconds": [0.5], "error": [None]})
+    assert "128/LT-DCT-h2-512x3/DSC-9-h4-1024x3/LT-DFT-h2-512x3/SA-WMA-h4-1024x3" not in bench
+    with pytest.raises(InvalidArgumentError, match=match):
+        export_naszero(bench, tmp_path / "out", live=change(live), spaces="flexibert")
+    assert not (tmp_path / "out" / "zc_flexibert.json").exists()
+    export_naszero(bench, tmp_path / "ok", live=pd.concat([live, live]), spaces="flexibert")  # identical duplicates: fine
+
+
+@pytest.mark.parametrize("content, match", [
+    (b"{not json", "not JSON"), (b"\xff\xfe\x00", "UTF-8"), (b'{"glue": []}', "layout"), (b"[1, 2]", "layout"),
+    (b'{"glue": {"a": 3}}', "layout"),
+])
+def test_read_naszero_names_a_malformed_file(tmp_path, content, match):
+    from nasbench_bert.integrations.naszero import read_naszero
+
+    p = tmp_path / "zc.json"
+    p.write_bytes(content)
+    with pytest.raises(InvalidArgumentError, match=match):
+        read_naszero(p)
 
 
 def test_smac_on_the_table(csm, bench):

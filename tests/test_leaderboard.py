@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nasbench_bert.builders import leaderboard as lbm
+from studies import leaderboard as lbm  # studies/ sits beside the package, outside the wheel (conftest puts the root on sys.path)
 
 
 def test_every_published_number_is_in_its_quote():
@@ -25,35 +25,48 @@ def test_every_published_number_is_in_its_quote():
             assert "not verified" in p["source"]
 
 
-def _row(proxy, source, sem, tau, lo, hi, partial, plo=np.nan, phi=np.nan, size_like=False):
+def _row(proxy, source, sem, tau, lo, hi, partial, plo=np.nan, phi=np.nan, size_like=False, tb=None, wc=0.1):
+    tb = tau if tb is None else tb
     return {"proxy": proxy, "source": source, "semantics": sem, "n": 500, "kendall_tau": tau, "tau_ci_low": lo,
             "tau_ci_high": hi, "spearman_rho": tau + 0.1, "rho_ci_low": lo + 0.1, "rho_ci_high": hi + 0.1,
+            "tau_tiebroken": tb, "tau_tiebroken_ci_low": tb - (tau - lo), "tau_tiebroken_ci_high": tb + (hi - tau),
+            "tau_within_cell": wc, "tau_within_cell_ci_low": wc - 0.05, "tau_within_cell_ci_high": wc + 0.05,
+            "tau_pw10": 0.2, "partial_tau_arch": 0.05,
             "partial_tau_given_params": partial, "top10_precision": 0.3, "seconds_per_arch": 0.5,
             "batch": "random,B=8,T=128,seed=0", "size_like": size_like, "partial_ci_low": plo, "partial_ci_high": phi}
 
 
-def test_verdict_says_no_when_intervals_overlap_and_partial_ci_covers_zero():
+CEIL = {"gaussian_exact_repeats_sigma_0.603": {"kendall_tau": (0.88, 0.87, 0.89), "tau_within_cell": (0.62, 0.59, 0.65)},
+        "empirical_per_depth": {"kendall_tau": (0.87, 0.85, 0.88), "tau_within_cell": (0.60, 0.57, 0.63)}}
+
+
+def test_verdict_puts_the_trivial_rule_beside_the_best_proxy():
     lb = pd.DataFrame([
         _row("num_params_as_trained", "analytic count", "as_trained", 0.57, 0.54, 0.60, np.nan, size_like=True),
-        _row("num_params", "live", "as_trained", 0.57, 0.54, 0.60, 0.0, size_like=True),
-        _row("head_confidence", "live", "as_trained", 0.55, 0.51, 0.58, 0.03, -0.01, 0.07),
+        _row("depth_then_width", "trivial baseline (spec)", "as_trained", 0.80, 0.78, 0.82, 0.0, tb=0.69),
+        _row("depth_width_then_size", "trivial baseline (spec)", "as_trained", 0.76, 0.74, 0.78, 0.0, tb=0.74),
+        _row("head_confidence", "live", "as_trained", 0.66, 0.63, 0.69, 0.03, -0.01, 0.07, wc=0.22),
         _row("w_pca", "live", "authors", 0.40, 0.36, 0.44, 0.02, -0.02, 0.05),
     ])
-    md = lbm.render(lb, bootstrap=100)
-    assert "Before controlling for size, no." in md
-    assert "`head_confidence` (as_trained, live) at τ = 0.550" in md
+    md = lbm.render(lb, bootstrap=100, ceilings=CEIL, depth_ranges={"2": (0.01, 0.02), "4": (0.03, 0.04)})
+    assert "`depth_width_then_size` (then the as-trained parameter count) has tie-broken τ 0.740 [0.720, 0.760]" in md
+    assert "`head_confidence` (as_trained, live), has tie-broken τ 0.660 [0.630, 0.690]: the intervals do not overlap" in md
+    assert "separate the 2- and 4-layer archs completely" in md
+    assert "within cells under Gaussian run-to-run noise at the 9 exact repeats' σ = 0.603" in md and "0.620 [0.590" in md
     assert "None is distinguishable from zero" in md
-    assert "num_params (size)" in md  # size counts are marked in the table
+    assert "num_params_as_trained (size)" in md  # size counts are marked in the table
 
 
-def test_verdict_says_yes_when_a_proxy_clears_the_count():
+def test_verdict_says_so_when_a_proxy_clears_the_rule():
     lb = pd.DataFrame([
         _row("num_params_as_trained", "analytic count", "as_trained", 0.57, 0.54, 0.60, np.nan, size_like=True),
-        _row("magic", "live", "as_trained", 0.70, 0.66, 0.74, 0.30, 0.25, 0.35),
+        _row("depth_width_then_size", "trivial baseline (spec)", "as_trained", 0.76, 0.74, 0.78, 0.0, tb=0.74),
+        _row("magic", "live", "as_trained", 0.85, 0.82, 0.88, 0.30, 0.25, 0.35, wc=0.45),
     ])
-    md = lbm.render(lb, bootstrap=100)
-    assert "Before controlling for size, yes" in md and "`magic`" in md
-    assert "1 of these 1 intervals exclude zero" in md and "carry information about GLUE" in md
+    md = lbm.render(lb, bootstrap=100, ceilings=CEIL, depth_ranges={"2": (0.01, 0.035), "4": (0.03, 0.04)})
+    assert "it beats the rule with non-overlapping intervals" in md and "`magic`" in md
+    assert "separate the 2- and 4-layer" not in md  # the ranges overlap
+    assert "1 of these 1 intervals exclude zero" in md
 
 
 def test_partial_ci_separates_information_from_size():

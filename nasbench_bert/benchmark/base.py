@@ -100,19 +100,25 @@ class TabularBenchmark(ABC, Generic[R]):
             raise InvalidArgumentError(f"missing = {missing!r} is not allowed; allowed values: ['raise', 'drop']")
         if keys is None or isinstance(keys, (str, bytes)) or not hasattr(keys, "__iter__"):
             raise InvalidArgumentError(f"archs = {keys!r} is not allowed; allowed: an iterable of keys (ids, archs, strings, dicts)")
-        rows = []
-        for k in keys:
-            try:
-                rows.append(self._rows(k, table)[0])
-            except NotEvaluatedError:
-                if missing == "raise":
-                    raise
-        idx = np.asarray(rows, dtype=np.int64)
+        idx = self._first_rows(list(keys), table, drop=missing == "drop")
         frame = self._frame(table)
         if charge and len(idx) and cost_column is not None:
             costs = frame[cost_column].to_numpy(dtype=float)[idx]
             self.budget.charge(float(np.nansum(costs)), queries=len(idx))
         return frame.iloc[idx].reset_index(drop=True)
+
+    def _first_rows(self, keys: list[Any], table: str, *, drop: bool) -> np.ndarray:
+        """The canonical row of every key, in order (``drop``: keys with none are left
+        out, else they raise). A space with a fast path for common key types overrides
+        this; the result must equal ``[self._rows(k, table)[0] for k in keys]``."""
+        rows = []
+        for k in keys:
+            try:
+                rows.append(self._rows(k, table)[0])
+            except NotEvaluatedError:
+                if not drop:
+                    raise
+        return np.asarray(rows, dtype=np.int64)
 
     def _has(self, key: Any, table: str) -> bool:
         try:

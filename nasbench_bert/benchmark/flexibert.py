@@ -28,6 +28,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..data.tables import GLUE_TASKS, RELEASE_TASK_NAMES, DataDir
+from ..checks import check_seed
 from ..checks import is_int as _is_int
 from ..errors import DataNotFoundError, InvalidArgumentError, NotEvaluatedError
 from ..semantics import SemanticsLike, get_semantics
@@ -313,14 +314,42 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
         return runs + list(self._regenerated.get(runs[0].arch, []))
 
     def query_many(self, archs: Any, *, missing: Literal["raise", "drop"] = "raise", charge: bool = True) -> pd.DataFrame:
-        """Rows of the table for many keys at once, in the given order."""
+        """Rows of the table for many keys at once, in the given order: one take from the
+        table, no result objects. ``missing="drop"`` leaves out keys never evaluated."""
         return self._lookup_many(archs, TABLE, missing=missing, charge=charge, cost_column="time_to_train")
+
+    def _first_rows(self, keys: list[Any], table: str, *, drop: bool) -> np.ndarray:
+        # ids, Arch objects and canonical strings resolve by one dict lookup each (an
+        # Arch caches its hash); any other key, or a miss, takes the general path
+        by_arch, by_string, ids = self._by_arch, self._by_string, self._ids
+        n = len(ids)
+        for kind, index in ((Arch, by_arch), (str, by_string)):  # the common case: one key type, all evaluated
+            if keys and all(type(k) is kind for k in keys):
+                rows = list(map(index.get, keys))
+                if None not in rows:
+                    return np.asarray(rows, dtype=np.int64)
+        out = np.empty(len(keys), dtype=np.int64)
+        keep = np.ones(len(keys), dtype=bool)
+        for j, k in enumerate(keys):
+            t = type(k)
+            r = by_arch.get(k) if t is Arch else by_string.get(k) if t is str else (
+                k if t is int and 0 <= k < n and ids[k] == k else None)
+            if r is None:
+                try:
+                    r = self._rows(k, table)[0]
+                except NotEvaluatedError:
+                    if not drop:
+                        raise
+                    keep[j] = False
+                    continue
+            out[j] = r
+        return out if keep.all() else out[keep]
 
     def attach_results(self, path: str | os.PathLike[str], *, strict: bool = False) -> int:
         """Load regenerated entries from ``path/entries/*.json``; returns how many.
 
         Every file is validated first (JSON, the entry schema, the arch, a file name that
-        is the arch's space index). A bad one is skipped with a :class:`UserWarning` that
+        is the arch's space index and the entry's recipe key). A bad one is skipped with a :class:`UserWarning` that
         names it and says why; with ``strict=True`` any bad file raises
         :class:`~nasbench_bert.DataIntegrityError` listing them all, and nothing is
         attached. A load never stops half-way.
@@ -349,8 +378,10 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
                 validate_entry(e)
                 mo = e["hparams"]["model_hparam_overrides"]
                 a = Arch.from_release({"hidden_size": mo["hidden_size"], "nas_config": mo["nas_config"]})
-                if f.stem != f"{a.index:08d}":
-                    raise ValueError(f"the file name says space index {f.stem}, the entry's arch has {a.index:08d}")
+                recipe = (e.get("recipe") or {}).get("key") if isinstance(e.get("recipe"), dict) else None
+                stem = f"{a.index:08d}" + (f"-{recipe}" if recipe else "")
+                if f.stem != stem:
+                    raise ValueError(f"the file name says {f.stem}, the entry's arch and recipe make {stem}")
                 scores = {RELEASE_TASK_NAMES.get(k, k): float(v) for k, v in e["scores"].items() if k != "glue"}
                 good.append((a, FlexiBERTResult(
                     id=e.get("id"), arch=a, scores=MappingProxyType(scores), glue=float(e["scores"]["glue"]),
@@ -409,9 +440,7 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
         """``n`` distinct evaluated archs, uniformly (reproducible from ``seed``)."""
         if not _is_int(n) or not 0 <= n <= len(self):
             raise InvalidArgumentError(f"n = {n!r} must be an integer in [0, {len(self)}]")
-        if seed is not None and (not _is_int(seed) or seed < 0):
-            raise InvalidArgumentError(f"seed = {seed!r} is not allowed; allowed: a non-negative integer or None")
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(check_seed("seed", seed))
         return [self._archs[i] for i in rng.choice(len(self), size=n, replace=False)]
 
     def filter(

@@ -23,7 +23,7 @@ import urllib.parse
 import urllib.request
 import zipfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal
 
 import pyarrow as pa
 
@@ -482,7 +482,7 @@ def nlp_ptb_table(results: Path, params: Path, g2v: dict[int, list[float]], wt2:
 # -- the build ---------------------------------------------------------------------------
 def build_tables(
     source: str | os.PathLike[str], out: str | os.PathLike[str], *, progress: bool = True,
-    allow_modified: bool = False, hardware: str | os.PathLike[str] | None = None,
+    allow_modified: bool = False, hardware: str | os.PathLike[str] | None | Literal[False] = None,
 ) -> Path:
     """Build all tables from the release at ``source`` into the data dir ``out``.
 
@@ -498,10 +498,17 @@ def build_tables(
 
     ``hardware``: a folder holding a hardware measurement (default :func:`hardware_dir`).
     When one is found it becomes the ``flexibert_hardware`` table, joined by arch id and
-    checked against the release's archs, with its machine in the manifest; otherwise the
-    tables are built without it.
+    checked against the release's archs, with its machine in the manifest. Without one
+    the tables are built without it - unless ``hardware`` was given: a folder asked for
+    by name that holds no measurement raises :class:`DataNotFoundError` before any work.
+    ``hardware=False`` builds without a measurement whatever is there.
     """
     from rich.progress import Progress
+
+    if hardware is not None and hardware is not False and measured_hardware(hardware) is None:
+        raise DataNotFoundError(f"hardware = {str(hardware)!r} holds no hardware measurement ({MEASURED_HARDWARE[0]} and "
+                                f"{MEASURED_HARDWARE[1]}); measure one with `python -m nasbench_bert.builders.hardware "
+                                "--out <folder>`, or build without --hardware")
 
     with tempfile.TemporaryDirectory(prefix="nasbench-bert-fetch-") as tmp:
         rel = fetch_release(source, Path(tmp))
@@ -517,7 +524,7 @@ def build_tables(
                     + _FIX)
             bar.advance(task)
             tables = _parse_all(rel, bar, task)
-            measured = measured_hardware(hardware)
+            measured = None if hardware is False else measured_hardware(hardware)
             if measured is not None:
                 tables["flexibert_hardware"] = flexibert_hardware_table(tables["flexibert"], measured[0])
             _check_tables(tables, strict_rows=not modified)

@@ -100,8 +100,23 @@ def resolve(path: str | os.PathLike[str] | None = None, *, hub: bool = True, bui
             warnings.warn(f"data source {name} failed ({e}); {nxt}", SourceUnavailableWarning, stacklevel=2)
     raise DataNotFoundError(
         "no nasbench-bert tables found (order: " + ", ".join(ORDER) + "):\n  " + "\n  ".join(failures)
-        + "\nFix: point $NASBENCH_BERT_RELEASE at the release files (a folder or base URL) and run "
-        "`nasbench-bert build-data`, or download with `nasbench-bert download --revision <sha>`.")
+        + "\nFix: " + _fix(cache))
+
+
+def _fix(cache: Path) -> str:
+    """What to do, given what is already set: never advice to set what is set."""
+    probe = cache
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not os.access(probe, os.W_OK | os.X_OK):
+        where = "$NASBENCH_BERT_CACHE" if os.environ.get("NASBENCH_BERT_CACHE") else "the user cache"
+        return (f"{where} ({cache}) is not writable: set $NASBENCH_BERT_CACHE to a folder you can write to, or point "
+                "$NASBENCH_BERT_DATA at built tables.")
+    if os.environ.get("NASBENCH_BERT_RELEASE"):
+        return (f"$NASBENCH_BERT_RELEASE is set ({os.environ['NASBENCH_BERT_RELEASE']}); the release step's error above "
+                "says what is wrong there. Or download with `nasbench-bert download --revision <sha>`.")
+    return ("point $NASBENCH_BERT_RELEASE at the release files (a folder or base URL) and run `nasbench-bert build-data`, "
+            "or download with `nasbench-bert download --revision <sha>`.")
 
 
 def _from_release(location: str | None, verify: bool, progress: bool) -> DataDir:

@@ -16,12 +16,19 @@ What is written:
   id; ``val_accuracy`` is ``100 - test loss``, NASLib's convention for NAS-Bench-NLP
   (the release has no validation loss for PTB, so the final test loss is used).
 
-Proxy names carry their semantics after an ``@`` (:mod:`nasbench_bert.semantics`): the
-release's stored values are ``<name>@authors`` (computed by the authors' code and
-model; their ``time`` is null: the release recorded none); live values from
-:func:`nasbench_bert.proxies.compute` are ``<name>@<semantics>`` from the frame's
-``semantics`` column, their ``time`` the arch's measured seconds for all its proxies
-together (they are computed in one pass). Non-finite scores are written as null.
+Proxy names carry their semantics and their provenance after an ``@``
+(:mod:`nasbench_bert.semantics`), so a stored and a live value never share a key:
+
+* ``<name>@authors:release`` - the release's stored values (computed by the authors'
+  code and model; their ``time`` is null: the release recorded none);
+* ``<name>@<semantics>:live`` - values from :func:`nasbench_bert.proxies.compute`, with
+  the frame's ``semantics`` column; their ``time`` is the arch's measured seconds for
+  all its proxies together (they are computed in one pass). Timing, layer and
+  bookkeeping columns of the frame are never written as proxies.
+
+Non-finite scores are written as null. A live frame is refused, never trimmed, when a
+row names an arch the file has no place for, a semantics that does not exist, a
+non-numeric proxy column, or the same arch twice with different values.
 """
 
 from __future__ import annotations
@@ -37,13 +44,27 @@ import pandas as pd
 
 from ..atomic import atomic_path
 from ..data.tables import FLEXIBERT_PROXY_COLUMNS, GLUE_TASKS, NLP_PROXY_COLUMNS
+from ..checks import check_bench, check_names
 from ..errors import InvalidArgumentError
+from ..vocabulary import BenchmarkLike
 
 FILES = {"flexibert": "zc_flexibert.json", "nlp": "zc_nasbench_nlp.json"}
 STORED_SEMANTICS = "authors"
+#: the suffix of the release's stored values; live values end in ``:live``
+STORED_SUFFIX = f"@{STORED_SEMANTICS}:release"
 #: frame columns of proxies.compute that are not proxy values
 _NOT_PROXIES = {"id", "key", "arch", "semantics", "objective", "seed", "batch", "dtype", "error", "proxy_versions",
-                "seconds", "seconds_pass", "seconds_proxies", "tokenizer", "cached"}
+                "seconds", "tokenizer", "cached"}
+
+
+def stored_key(name: str) -> str:
+    """The file's key of the release's stored value of proxy ``name``."""
+    return f"{name}{STORED_SUFFIX}"
+
+
+def live_key(name: str, semantics: str) -> str:
+    """The file's key of a live value of proxy ``name`` under ``semantics``."""
+    return f"{name}@{semantics}:live"
 
 
 def _num(v: Any) -> float | None:
@@ -54,9 +75,20 @@ def _num(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def _live_columns(frame: pd.DataFrame) -> list[str]:
-    return [c for c in frame.columns if c not in _NOT_PROXIES and not c.endswith("__layers")
-            and pd.api.types.is_numeric_dtype(frame[c])]
+def _live_columns(name: str, frame: pd.DataFrame) -> list[str]:
+    """The proxy columns of a live frame: not identifying, bookkeeping or timing
+    (``seconds*``), not per-layer or per-proxy extras (``<proxy>__<what>``)."""
+    cols = [c for c in frame.columns if c not in _NOT_PROXIES and "__" not in c and not str(c).startswith("seconds")]
+    bad = [c for c in cols if not pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
+           and not frame[c].map(lambda v: v is None or _is_number(v)).all()]
+    if bad:
+        raise InvalidArgumentError(f"{name}: column(s) {bad} hold non-numbers; allowed: proxy columns of numbers (NaN for "
+                                   "a missing value), as proxies.compute writes them")
+    return cols
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
 
 
 def _check_live(name: str, frame: Any, keys: tuple[str, ...]) -> None:
@@ -68,25 +100,47 @@ def _check_live(name: str, frame: Any, keys: tuple[str, ...]) -> None:
     if missing or not any(k in frame for k in keys):
         raise InvalidArgumentError(f"{name} lacks column(s) {missing or []} / one of {list(keys)}; allowed: a frame from "
                                    "nasbench_bert.proxies.compute (identifying columns and 'semantics')")
+    from ..semantics import SEMANTICS, SEMANTICS_NAMES
+
+    bad = sorted({str(s) for s in frame["semantics"] if not isinstance(s, str) or s not in SEMANTICS_NAMES})
+    if bad:
+        raise InvalidArgumentError(f"{name}: semantics {bad} not allowed; allowed values: {sorted(SEMANTICS)}")
 
 
-def _live_entries(frame: pd.DataFrame, key_of: Any) -> dict[str, dict[str, dict[str, float | None]]]:
-    """arch_str -> proxy@semantics -> {score, time} from a live frame (rows with an
-    error are skipped: their proxies are NaN by construction)."""
+def _live_entries(name: str, frame: pd.DataFrame, key_of: Any) -> dict[str, dict[str, dict[str, float | None]]]:
+    """arch_str -> proxy@semantics:live -> {score, time} from a live frame (rows with an
+    error are skipped: their proxies are NaN by construction). A row no arch of the file
+    matches, or a second row of one arch and semantics with other values, is refused."""
+    from ..semantics import get_semantics
+
     out: dict[str, dict[str, dict[str, float | None]]] = {}
-    cols = _live_columns(frame)
+    cols = _live_columns(name, frame)
+    unmatched: list[str] = []
     for _, r in frame.iterrows():
         if isinstance(r.get("error"), str) and r.get("error"):
             continue
         t = _num(r.get("seconds"))
-        for arch_str in key_of(r):
+        sem = get_semantics(r["semantics"]).name
+        targets = key_of(r)
+        if not targets:
+            unmatched.append(str(r.get("key", r.get("arch"))))
+        for arch_str in targets:
             d = out.setdefault(arch_str, {})
             for c in cols:
-                d[f"{c}@{r['semantics']}"] = {"score": _num(r[c]), "time": t}
+                k, v = live_key(c, sem), {"score": _num(r[c]), "time": t}
+                if k in d and d[k]["score"] != v["score"]:
+                    raise InvalidArgumentError(f"{name}: arch {arch_str} appears twice under semantics {sem!r} with "
+                                               f"different {c!r} values ({d[k]['score']} and {v['score']}); allowed: one "
+                                               "row per arch and semantics")
+                d[k] = v
+    if unmatched:
+        raise InvalidArgumentError(f"{name}: {len(unmatched)} row(s) match no arch of the file (e.g. {unmatched[:3]}); "
+                                   "allowed: the benchmark's archs (FlexiBERT: its 491 distinct archs; NAS-Bench-NLP: "
+                                   "recipe ids or recipe hashes of its PTB runs). Drop the others first.")
     return out
 
 
-def _flexibert(bench: Any, live: pd.DataFrame | None, tasks: Iterable[str]) -> dict[str, Any]:
+def _flexibert(bench: BenchmarkLike, live: pd.DataFrame | None, tasks: Iterable[str]) -> dict[str, Any]:
     flex = bench.to_pandas()
     stored = bench.data.table("flexibert_proxies").to_pandas().set_index("id")
     names = list(FLEXIBERT_PROXY_COLUMNS.values())
@@ -94,14 +148,16 @@ def _flexibert(bench: Any, live: pd.DataFrame | None, tasks: Iterable[str]) -> d
         stored["activation_distance_dedup"] = stored["activation_distance"] / stored["activation_distance_hook_multiplicity"]
         names.append("activation_distance_dedup")
     first = flex.sort_values("id").drop_duplicates("arch", keep="first")
-    live_by = _live_entries(live, lambda r: [str(r["arch"])]) if live is not None else {}
+    known = set(first["arch"].astype(str))
+    live_by = _live_entries("live", live, lambda r: [str(r["arch"])] if str(r["arch"]) in known else []) \
+        if live is not None else {}
     ids = first["id"].to_numpy()
     scores = {n: [_num(v) for v in stored.loc[ids, n].to_numpy()] for n in names}
     proxies: dict[str, dict[str, Any]] = {}
     for j, (arch, i) in enumerate(zip(first["arch"].astype(str), ids)):
         e: dict[str, Any] = {"id": int(i)}
         for n in names:
-            e[f"{n}@{STORED_SEMANTICS}"] = {"score": scores[n][j], "time": None}
+            e[stored_key(n)] = {"score": scores[n][j], "time": None}
         e.update(live_by.get(arch, {}))
         proxies[arch] = e
     data: dict[str, Any] = {}
@@ -110,7 +166,7 @@ def _flexibert(bench: Any, live: pd.DataFrame | None, tasks: Iterable[str]) -> d
     return data
 
 
-def _nlp(bench: Any, live: pd.DataFrame | None) -> dict[str, Any]:
+def _nlp(bench: BenchmarkLike, live: pd.DataFrame | None) -> dict[str, Any]:
     ptb = bench.nlp.ptb
     names = list(NLP_PROXY_COLUMNS.values())
     by_hash: dict[str, list[str]] = {}
@@ -125,14 +181,14 @@ def _nlp(bench: Any, live: pd.DataFrame | None) -> dict[str, Any]:
             return [k]
         return by_hash.get(str(r.get("arch")), [])
 
-    live_by = _live_entries(live, key_of) if live is not None else {}
+    live_by = _live_entries("live_nlp", live, key_of) if live is not None else {}
     rids = [str(int(r)) for r in ptb["recipe_id"]]
     cols = {n: [_num(v) for v in ptb[n].to_numpy()] for n in names}
     proxies: dict[str, dict[str, Any]] = {}
     for j, rid in enumerate(rids):
         e: dict[str, Any] = {"id": int(rid)}
         for n in names:
-            e[f"{n}@{STORED_SEMANTICS}"] = {"score": cols[n][j], "time": None}
+            e[stored_key(n)] = {"score": cols[n][j], "time": None}
         e.update(live_by.get(rid, {}))
         proxies[rid] = e
     data: dict[str, Any] = {"ptb": {}, "wikitext2": {}}
@@ -148,23 +204,25 @@ def _nlp(bench: Any, live: pd.DataFrame | None) -> dict[str, Any]:
     return data
 
 
-def export_naszero(bench: Any, out_dir: str | os.PathLike[str], *, live: pd.DataFrame | None = None,
+def export_naszero(bench: BenchmarkLike, out_dir: str | os.PathLike[str], *, live: pd.DataFrame | None = None,
                    live_nlp: pd.DataFrame | None = None, spaces: Iterable[str] = ("flexibert", "nlp"),
                    tasks: Iterable[str] = ("glue", *GLUE_TASKS)) -> list[Path]:
     """Write ``zc_flexibert.json`` and/or ``zc_nasbench_nlp.json`` into ``out_dir``
     (atomically; see the module doc for the layout); returns the paths written.
 
     ``live`` / ``live_nlp``: frames from :func:`nasbench_bert.proxies.compute` for the
-    FlexiBERT / NLP space, added beside the stored proxies under
-    ``<proxy>@<semantics>``. ``spaces``: which files. ``tasks``: the FlexiBERT tasks.
+    FlexiBERT / NLP space, added beside the stored proxies (``<proxy>@authors:release``)
+    under ``<proxy>@<semantics>:live``. ``spaces``: which files. ``tasks``: the
+    FlexiBERT tasks. Nothing is written when any argument is refused.
     """
+    bench = check_bench(bench)
     if not isinstance(out_dir, (str, os.PathLike)):
         raise InvalidArgumentError(f"out_dir = {out_dir!r} is not allowed; allowed: a folder (str or path)")
-    spaces = [spaces] if isinstance(spaces, str) else list(spaces)
+    spaces = check_names("spaces", spaces)
     bad = [s for s in spaces if s not in FILES]
     if bad or not spaces:
         raise InvalidArgumentError(f"spaces = {spaces!r} is not allowed; allowed values: {list(FILES)} (one or both)")
-    tasks = [tasks] if isinstance(tasks, str) else list(tasks)
+    tasks = check_names("tasks", tasks)
     allowed_tasks = ("glue", *GLUE_TASKS)
     bad = [t for t in tasks if t not in allowed_tasks]
     if bad or not tasks:
@@ -187,13 +245,23 @@ def read_naszero(path: str | os.PathLike[str]) -> pd.DataFrame:
     """A ``zc_<space>.json`` file (this package's or any NAS-Bench-Suite-Zero one) as one
     row per (task, arch): ``task``, ``arch``, ``id`` (when present), ``val_accuracy``,
     then per proxy its score (column ``<proxy>``) and time (``<proxy>__time``)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidArgumentError(f"path = {path!r} is not allowed; allowed: a zc_<space>.json file (str or path)")
     p = Path(path)
     if not p.is_file():
         raise InvalidArgumentError(f"path = {str(path)!r} is not a file; allowed: a zc_<space>.json file")
-    data = json.loads(p.read_text(encoding="utf-8"))
-    if not isinstance(data, dict):
-        raise InvalidArgumentError(f"path = {str(path)!r} is not a NAS-Bench-Suite-Zero file: its top level is not "
-                                   "{task: {arch: {...}}}")
+    layout = "{task: {arch: {proxy: {'score': s, 'time': t}, 'val_accuracy': v}}}"
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise InvalidArgumentError(f"path = {str(path)!r} is not UTF-8 text ({e.reason} at byte {e.start}); allowed: a "
+                                   "zc_<space>.json file") from None
+    except json.JSONDecodeError as e:
+        raise InvalidArgumentError(f"path = {str(path)!r} is not JSON ({e.msg}, line {e.lineno} column {e.colno}); "
+                                   "allowed: a zc_<space>.json file") from None
+    if not isinstance(data, dict) or not all(isinstance(a, dict) and all(isinstance(e, dict) for e in a.values())
+                                             for a in data.values()):
+        raise InvalidArgumentError(f"path = {str(path)!r} is not a NAS-Bench-Suite-Zero file: its layout is not {layout}")
     rows = []
     for task, archs in data.items():
         for arch, entry in archs.items():

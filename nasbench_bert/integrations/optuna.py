@@ -24,17 +24,18 @@ import optuna
 import pandas as pd
 
 from ..benchmark.budget import Budget
+from ..checks import check_bench, check_choice, check_nlp_bench, check_seed
 from ..errors import InvalidArgumentError
 from ..spaces.flexibert import HIDDEN_SIZES, LAYER_COUNTS, OPERATION_PARAMETERS, OPERATION_TYPES, Arch
 from .configspace import LAYER_ORDINALS, configuration_to_arch, evaluate, param_name
+from ..vocabulary import DATASETS, BenchmarkLike, NLPBenchmarkLike
 
 
 def _check_study(n_trials: Any, seed: Any, sampler: Any) -> None:
     """The arguments every study here takes, checked before anything runs."""
     if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 1:
         raise InvalidArgumentError(f"n_trials = {n_trials!r} is not allowed; allowed: a positive integer")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InvalidArgumentError(f"seed = {seed!r} is not allowed; allowed: a non-negative integer")
+    check_seed("seed", seed, none=False)
     if sampler is not None and not isinstance(sampler, optuna.samplers.BaseSampler):
         raise InvalidArgumentError(f"sampler = {sampler!r} is not allowed; allowed: an optuna sampler or None (TPE)")
 
@@ -53,7 +54,7 @@ def suggest_arch(trial: "optuna.trial.BaseTrial") -> Arch:
     return configuration_to_arch(values)
 
 
-def run_optuna(bench: Any, *, n_trials: int = 100, oracle: str = "tabular", seed: int = 0,
+def run_optuna(bench: BenchmarkLike, *, n_trials: int = 100, oracle: str = "tabular", seed: int = 0,
                sampler: "optuna.samplers.BaseSampler | None" = None) -> Any:
     """An Optuna study (TPE by default, seeded) maximising GLUE for ``n_trials``
     evaluations of ``oracle`` (``"tabular"``, ``"surrogate"``, ...; see
@@ -68,7 +69,7 @@ def run_optuna(bench: Any, *, n_trials: int = 100, oracle: str = "tabular", seed
     from ..search import Trajectory, make_oracle
 
     _check_study(n_trials, seed, sampler)
-    orc = make_oracle(oracle, bench, Budget(max_queries=n_trials))
+    orc = make_oracle(oracle, check_bench(bench), Budget(max_queries=n_trials))
     orc.evaluations = []
     rng = np.random.default_rng(seed)
 
@@ -93,7 +94,7 @@ def run_optuna(bench: Any, *, n_trials: int = 100, oracle: str = "tabular", seed
     return t
 
 
-def run_optuna_nlp(bench: Any, dataset: str = "ptb", *, n_trials: int = 100, seed: int = 0,
+def run_optuna_nlp(bench: BenchmarkLike | NLPBenchmarkLike, dataset: str = "ptb", *, n_trials: int = 100, seed: int = 0,
                    sampler: "optuna.samplers.BaseSampler | None" = None) -> "optuna.Study":
     """An Optuna study (TPE by default, seeded) minimising NAS-Bench-NLP's final test
     loss over ``dataset``'s runs (``"ptb"`` or ``"wikitext2"``; diverged runs excluded).
@@ -104,12 +105,9 @@ def run_optuna_nlp(bench: Any, dataset: str = "ptb", *, n_trials: int = 100, see
     :class:`~nasbench_bert.Benchmark` (its ``.nlp``) or an :class:`~nasbench_bert.NLPBenchmark`.
     Every trial's value is ``bench.nlp.query(recipe_id, dataset).test_loss``.
     """
-    from ..benchmark.nlp import NLPBenchmark
-
-    if dataset not in ("ptb", "wikitext2"):
-        raise InvalidArgumentError(f"dataset = {dataset!r} is not allowed; allowed values: ['ptb', 'wikitext2']")
+    check_choice("dataset", dataset, DATASETS)
     _check_study(n_trials, seed, sampler)
-    nlp = bench if isinstance(bench, NLPBenchmark) else bench.nlp
+    nlp = check_nlp_bench(bench)
     df, loss = (nlp.ptb, "test_loss") if dataset == "ptb" else (nlp.wikitext2, "final_test_loss")
     ok = df[np.isfinite(df[loss].astype(float))]
     ids = sorted({int(r) for r in ok["recipe_id"]})
@@ -134,7 +132,7 @@ def _params_of(trial: optuna.trial.Trial) -> dict[str, Any]:
     return dict(trial.params)
 
 
-def compare_with_evolution(bench: Any, *, budget: int = 300, seeds: int = 10, oracles: Sequence[str] = ("tabular", "surrogate"),
+def compare_with_evolution(bench: BenchmarkLike, *, budget: int = 300, seeds: int = 10, oracles: Sequence[str] = ("tabular", "surrogate"),
                            checkpoints: Sequence[int] = (50, 100, 200, 300)) -> pd.DataFrame:
     """Best GLUE found after each checkpoint's number of evaluations: Optuna TPE against
     the package's regularised evolution and random search, ``seeds`` runs each, on each

@@ -18,11 +18,13 @@ import numpy as np
 from smac import HyperparameterOptimizationFacade, Scenario
 
 from ..benchmark.budget import Budget
+from ..checks import check_bench, check_seed
 from ..errors import InvalidArgumentError
 from .configspace import configspace, evaluate
+from ..vocabulary import BenchmarkLike
 
 
-def run_smac(bench: Any, *, n_trials: int = 100, oracle: str = "tabular", seed: int = 0,
+def run_smac(bench: BenchmarkLike, *, n_trials: int = 100, oracle: str = "tabular", seed: int = 0,
              output_directory: str | None = None) -> Any:
     """SMAC's hyperparameter-optimisation facade (random forest + EI) maximising GLUE
     for ``n_trials`` evaluations of ``oracle``; returns a
@@ -33,9 +35,8 @@ def run_smac(bench: Any, *, n_trials: int = 100, oracle: str = "tabular", seed: 
 
     if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 1:
         raise InvalidArgumentError(f"n_trials = {n_trials!r} is not allowed; allowed: a positive integer")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InvalidArgumentError(f"seed = {seed!r} is not allowed; allowed: a non-negative integer")
-    orc = make_oracle(oracle, bench, Budget(max_queries=n_trials))
+    seed = int(check_seed("seed", seed, none=False))  # type: ignore[arg-type]
+    orc = make_oracle(oracle, check_bench(bench), Budget(max_queries=n_trials))
     orc.evaluations = []
     rng = np.random.default_rng(seed)
 

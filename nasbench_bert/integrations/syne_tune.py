@@ -55,13 +55,14 @@ from syne_tune.blackbox_repository.blackbox_tabular import serialize as _st_seri
 from syne_tune.blackbox_repository.serialize import deserialize_metadata
 from syne_tune.config_space import choice, randint
 
-from ..benchmark.nlp import NLPBenchmark
+from ..checks import check_bench, check_int, check_nlp_bench, is_real
 from ..data.tables import GLUE_TASKS
 from ..errors import DataIntegrityError, InvalidArgumentError
 from ..sizes import flexibert_num_params
 from ..spaces.flexibert import (
     FF_DIMS, HIDDEN_SIZES, LAYER_COUNTS, NUM_FF, NUM_HEADS, OPERATIONS, Arch, Layer, field_codes, field_distances,
 )
+from ..vocabulary import BenchmarkLike, NLPBenchmarkLike
 
 #: the flat names of a layer slot's four fields
 LAYER_KEYS: tuple[str, ...] = ("operation", "num_operation_heads", "feed_forward_dimension", "num_feed_forward")
@@ -143,8 +144,39 @@ def _check_choice(name: str, value: Any, allowed: tuple[Any, ...]) -> None:
         raise InvalidArgumentError(f"{name} = {value!r} is not allowed; allowed values: {list(allowed)}")
 
 
+class _CheckedObjective:
+    """syne-tune's ``objective_function`` checks its arguments with ``assert`` (or not at
+    all): a misspelt key, an out-of-range seed or ``None`` end in a bare AssertionError
+    or TypeError. Every blackbox here checks them first and names the argument."""
+
+    configuration_space: dict[str, Any]
+    fidelity_space: dict[str, Any] | None
+
+    def objective_function(self, configuration: Any, fidelity: Any = None, seed: Any = None) -> Any:
+        if not isinstance(configuration, Mapping):
+            raise InvalidArgumentError(f"configuration = {configuration!r} is not allowed; allowed: a dict of "
+                                       f"{sorted(self.configuration_space)}")
+        extra = sorted(set(configuration) - set(self.configuration_space))
+        if extra:
+            raise InvalidArgumentError(f"configuration key(s) {extra} not allowed; allowed keys: "
+                                       f"{sorted(self.configuration_space)}")
+        fid = self.fidelity_space or {}
+        if isinstance(fidelity, Mapping):
+            bad = sorted(set(fidelity) - set(fid))
+            if bad or len(fidelity) != 1:
+                raise InvalidArgumentError(f"fidelity = {dict(fidelity)!r} is not allowed; allowed: one of {sorted(fid)} "
+                                           "with its value, a number, or None")
+        elif fidelity is not None and not is_real(fidelity):
+            raise InvalidArgumentError(f"fidelity = {fidelity!r} is not allowed; allowed: a number, a dict of "
+                                       f"{sorted(fid)}, or None")
+        num_seeds = int(getattr(self, "num_seeds", 1))
+        if seed is not None:
+            check_int("seed", seed, low=0, high=num_seeds - 1)
+        return super().objective_function(dict(configuration), fidelity=fidelity, seed=seed)  # type: ignore[misc]
+
+
 # -- FlexiBERT, tabular -------------------------------------------------------------------------
-class FlexiBERTTabular(BlackboxTabular):
+class FlexiBERTTabular(_CheckedObjective, BlackboxTabular):
     """A FlexiBERT table as a syne-tune ``BlackboxTabular`` that reads the flat encoding
     (inactive slots ignored) and answers archs outside the table by their nearest
     evaluated arch (``outside="nearest"``) or refuses them (``"raise"``)."""
@@ -192,7 +224,7 @@ class FlexiBERTTabular(BlackboxTabular):
 HARDWARE_METRICS: tuple[str, ...] = ("latency_b1_ms", "latency_b32_ms", "peak_memory_b32_mib", "flops_per_seq")
 
 
-def _flexibert_final(bench: Any, outside: str) -> FlexiBERTTabular:
+def _flexibert_final(bench: BenchmarkLike, outside: str) -> FlexiBERTTabular:
     archs = list(dict.fromkeys(bench.archs))
     runs = [bench.query_all(a) for a in archs]
     # hardware objectives only when every arch's trained model was measured: never a NaN objective
@@ -212,7 +244,7 @@ def _flexibert_final(bench: Any, outside: str) -> FlexiBERTTabular:
     return FlexiBERTTabular(hp, y, np.array([FINAL_STEPS]), names, outside, "final")
 
 
-def _flexibert_curves(bench: Any, outside: str) -> FlexiBERTTabular:
+def _flexibert_curves(bench: BenchmarkLike, outside: str) -> FlexiBERTTabular:
     ids = bench.curve_ids()
     steps = np.array([int(s) for s in bench.curve(ids[0])["steps"] if int(s) not in BROKEN_CURVE_STEPS])
     names = ["metric_glue", *(f"metric_{t}" for t in GLUE_TASKS), ELAPSED, "space_index"]
@@ -230,7 +262,7 @@ def _flexibert_curves(bench: Any, outside: str) -> FlexiBERTTabular:
 
 
 # -- FlexiBERT, surrogate -------------------------------------------------------------------------
-class FlexiBERTSurrogateBlackbox(Blackbox):
+class FlexiBERTSurrogateBlackbox(_CheckedObjective, Blackbox):
     """All 10,621,440 FlexiBERT archs, answered by the package's surrogate (predictions,
     never trained results), in the flat encoding.
 
@@ -248,9 +280,8 @@ class FlexiBERTSurrogateBlackbox(Blackbox):
     like two trainings. Only ``metric_glue`` is noisy; the task columns stay the means.
     """
 
-    def __init__(self, bench: Any, fidelity: str = "final", family: str | None = None, *, noisy: bool = False,
+    def __init__(self, bench: BenchmarkLike, fidelity: str = "final", family: str | None = None, *, noisy: bool = False,
                  seed: int = 0, num_seeds: int | None = None):
-        from ..checks import check_int
         from ..search.oracle import SurrogateOracle
 
         _check_choice("fidelity", fidelity, ("final", "curves"))
@@ -305,7 +336,7 @@ class FlexiBERTSurrogateBlackbox(Blackbox):
         return dict(zip(self.objectives_names, self._row(arch, int(value), s)))
 
 
-def to_syne_tune(bench: Any, *, oracle: Literal["tabular", "surrogate"] = "tabular",
+def to_syne_tune(bench: BenchmarkLike, *, oracle: Literal["tabular", "surrogate"] = "tabular",
                  fidelity: Literal["final", "curves"] = "final", outside: Literal["nearest", "raise"] = "nearest",
                  family: str | None = None, noisy: bool = False, seed: int = 0, num_seeds: int | None = None) -> Blackbox:
     """FlexiBERT as a syne-tune blackbox (see the module doc for the encoding).
@@ -324,6 +355,7 @@ def to_syne_tune(bench: Any, *, oracle: Literal["tabular", "surrogate"] = "tabul
     ``oracle="surrogate"``: :class:`FlexiBERTSurrogateBlackbox` over the whole space;
     ``noisy=True`` (with ``seed``, ``num_seeds``) makes it the noisy simulated benchmark.
     """
+    bench = check_bench(bench)
     _check_choice("oracle", oracle, ("tabular", "surrogate"))
     _check_choice("fidelity", fidelity, ("final", "curves"))
     _check_choice("outside", outside, ("nearest", "raise"))
@@ -338,7 +370,7 @@ def to_syne_tune(bench: Any, *, oracle: Literal["tabular", "surrogate"] = "tabul
 
 
 # -- NAS-Bench-NLP ----------------------------------------------------------------------------------
-class NLPTabular(BlackboxTabular):
+class NLPTabular(_CheckedObjective, BlackboxTabular):
     """A NAS-Bench-NLP table keyed by ``recipe_id`` (the release's cells have no
     fixed-length encoding, so the configuration space is the evaluated set itself)."""
 
@@ -363,7 +395,7 @@ class NLPTabular(BlackboxTabular):
         return super()._objective_function(int(configuration), fidelity=fidelity, seed=seed)
 
 
-def nlp_to_syne_tune(bench: Any, dataset: Literal["ptb", "wikitext2"] = "ptb") -> NLPTabular:
+def nlp_to_syne_tune(bench: BenchmarkLike | NLPBenchmarkLike, dataset: Literal["ptb", "wikitext2"] = "ptb") -> NLPTabular:
     """NAS-Bench-NLP as a syne-tune blackbox, hyperparameter ``recipe_id``. ``bench``: a
     :class:`~nasbench_bert.Benchmark` (its ``.nlp``) or an
     :class:`~nasbench_bert.NLPBenchmark`.
@@ -378,7 +410,7 @@ def nlp_to_syne_tune(bench: Any, dataset: Literal["ptb", "wikitext2"] = "ptb") -
     ``metric_elapsed_time``, the cumulative wall time; 2 seeds (one recipe trained twice).
     """
     _check_choice("dataset", dataset, ("ptb", "wikitext2"))
-    nlp = bench if isinstance(bench, NLPBenchmark) else bench.nlp
+    nlp = check_nlp_bench(bench)
     if dataset == "ptb":
         df = nlp.ptb
         names = ["metric_test_loss", "metric_perplexity", "metric_bits_per_word", "metric_num_params", ELAPSED]
@@ -462,6 +494,26 @@ def _quiet_logger() -> Any:
     return type("QuietTunerLogger", (TunerLogger,), quiet)()
 
 
+def _scheduler_metrics(scheduler: Any) -> list[str]:
+    ms = getattr(scheduler, "metrics", None) or [getattr(scheduler, "metric", None)]
+    return [m for m in (ms if isinstance(ms, (list, tuple)) else [ms]) if isinstance(m, str)]
+
+
+def check_metrics(blackbox: Blackbox, metrics: list[str]) -> None:
+    """Refuse metrics the blackbox does not report, before a run (inside syne-tune they
+    end in a bare ``KeyError``). The hardware objectives exist only where the data holds
+    a hardware measurement covering every arch; the message says how to make one."""
+    have = list(getattr(blackbox, "objectives_names", []))
+    missing = [m for m in metrics if m not in have]
+    if not missing:
+        return
+    hint = ""
+    if any(m.removeprefix("metric_") in HARDWARE_METRICS for m in missing):
+        hint = ("; the hardware objectives need a hardware measurement in the data: `python -m "
+                "nasbench_bert.builders.hardware`, then `nasbench-bert build-data --force` (docs/hardware.md)")
+    raise InvalidArgumentError(f"metric(s) {missing} not reported by this blackbox; allowed: {have}{hint}")
+
+
 def simulate(blackbox: Blackbox, scheduler: Any, *, max_trials: int, n_workers: int = 4,
              folder: str | os.PathLike[str] | None = None, seed: int | None = None, time_step: float | None = None,
              verbose: bool = False) -> pd.DataFrame:
@@ -488,6 +540,7 @@ def simulate(blackbox: Blackbox, scheduler: Any, *, max_trials: int, n_workers: 
         raise InvalidArgumentError(f"time_step = {time_step!r} is not allowed; allowed: positive simulated seconds or None")
     if not isinstance(n_workers, int) or isinstance(n_workers, bool) or n_workers < 1:
         raise InvalidArgumentError(f"n_workers = {n_workers!r} is not allowed; allowed: a positive integer")
+    check_metrics(blackbox, _scheduler_metrics(scheduler))
     old = os.environ.get("SYNETUNE_FOLDER")
     if folder is not None:
         os.environ["SYNETUNE_FOLDER"] = str(folder)

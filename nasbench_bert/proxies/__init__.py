@@ -4,6 +4,7 @@
 >>> df = proxies.compute([0, 1, 2], "paper", semantics="authors")   # one row per arch
 >>> proxies.score(df, target="glue")                                # tau, rho, CIs, ...
 >>> proxies.score_stored("nlp")                                     # the release's values
+>>> proxies.evaluate("mymodule:my_score").to_markdown()             # a new proxy beside the baselines
 
 Computing proxies needs PyTorch (the ``[torch]`` extra); scoring does not
 (:mod:`nasbench_bert.scoring`, re-exported here). Names are imported on first use, so
@@ -20,6 +21,7 @@ _EXPORTS = {
     "BatchSpec": ".inputs", "make_batch": ".inputs",
     "register": ".registry", "get": ".registry", "REGISTRY": ".registry", "NEEDS": ".registry",
     "Proxy": ".registry", "ProxyValue": ".registry",
+    "evaluate": ".evaluation", "Evaluation": ".evaluation", "register_callable": ".callables",
     "score": "..scoring", "score_stored": "..scoring", "scatter": "..scoring", "paper_figures": "..scoring",
     "partial_tau": "..scoring", "to_markdown": "..scoring",
     "scoring": "..scoring",

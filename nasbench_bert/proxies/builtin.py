@@ -2,9 +2,10 @@
 fills :data:`~nasbench_bert.proxies.registry.REGISTRY`.
 
 One list, so a new definition module is added in one place and the sweep, the CLI and
-the scorer all see it. The model-based modules import torch.
+the scorer all see it. The model-based modules import torch; :mod:`.baselines` (the trivial
+spec baselines) does not, and :mod:`nasbench_bert.scoring` imports it alone.
 """
 
 from __future__ import annotations
 
-from . import bert, published, rnn  # noqa: F401  (each module registers its proxies on import)
+from . import baselines, bert, lpzero, nsc, published, rnn, swap  # noqa: F401  (each module registers its proxies on import)

@@ -43,6 +43,9 @@ def capture_flexibert(arch: Arch, needs: set[str], batch: Batch, semantics: Sema
         model = FlexiBERTEncoder(sem.plan(arch)).to(dtype)
         model.train(proto.train_mode)
         cap = Capture(model, batch, sem, proto.objective)
+        if needs == {"model"}:  # a callable proxy runs its own pass on the fresh model
+            cap.extra.update(seed=seed, key=str(arch))
+            return cap
         handles = []
         try:
             if "ff_activations" in needs:
@@ -61,6 +64,9 @@ def capture_flexibert(arch: Arch, needs: set[str], batch: Batch, semantics: Sema
                             handles.append(mod.register_forward_hook(
                                 lambda m, i, o, li=li: cap.attention_probs.append((li, o.detach()))))
             out, states = model(batch.input_ids, batch.attention_mask, batch.token_type_ids, output_hidden_states=True)
+            # where the generator stood after the pass: a proxy whose reference runs a second
+            # forward (LPZero's) continues from here and draws that pass's dropout masks
+            cap.extra["rng_after_forward"] = torch.get_rng_state()
             cap.output = out.detach()
             if "hidden_states" in needs:
                 cap.hidden_states = [s.detach() for s in states]

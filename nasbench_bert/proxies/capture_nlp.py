@@ -87,6 +87,10 @@ def capture_nlp(recipe: Recipe, needs: set[str], batch: Batch, semantics: Semant
         model = build_nlp_rnn(recipe, V, seed=seed)
     model = model.to(dtype)
     model.eval()
+    if needs == {"model"}:  # a callable proxy runs its own pass on the fresh model
+        cap = Capture(model, batch, semantics, "none")
+        cap.extra.update(seed=seed, key=recipe.hash if hasattr(recipe, "hash") else str(recipe))
+        return cap
     if semantics.protocol.nlp_objective == "rnn_output":
         return _capture_notebook(model, needs, batch, semantics, seed)
     return _capture_decoder_logits(model, needs, batch, semantics, seed)

@@ -50,12 +50,15 @@ def run_one(space: str, key: Any, proxies: list[Proxy], spec: BatchSpec, batch: 
             seed: int, dtype: str = "float32") -> dict[str, Any]:
     sem = get_semantics(semantics)
     analytic = [p for p in proxies if p.analytic]
-    modelled = [p for p in proxies if not p.analytic]
+    own_pass = [p for p in proxies if p.model_only]
+    modelled = [p for p in proxies if not p.analytic and not p.model_only]
     row = evaluate(analytic, SpecInput(space, key, sem))  # no model for scores of the spec alone
+    capture = {"flexibert": capture_flexibert, "nlp": capture_nlp}[space]  # resolved now: tests may patch them
     t0 = time.perf_counter()
+    for p in own_pass:  # a fresh model each, no pass of ours: the proxy runs its own
+        row.update(evaluate([p], capture(key, {"model"}, batch, sem, seed, DTYPES[dtype])))
     if modelled or not proxies:
         needs: set[str] = set().union(*(p.needs for p in modelled)) if modelled else {"forward"}
-        capture = {"flexibert": capture_flexibert, "nlp": capture_nlp}[space]  # resolved now: tests may patch them
         cap = capture(key, needs, batch, sem, seed, DTYPES[dtype])
         t1 = time.perf_counter()
         row.update(evaluate(modelled, cap))

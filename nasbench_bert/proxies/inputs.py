@@ -6,7 +6,11 @@ cached proxy values can be keyed by ``spec.key``.
 
 Sources (``BatchSpec.source``):
 
-* ``"random"`` - reproducible random tokens (the default: needs nothing downloaded);
+* ``"random"`` - reproducible random tokens (the default: needs nothing downloaded):
+  ids uniform on [1000, vocab), the first [CLS] and the last [SEP];
+* ``"uniform"`` - ids uniform on [0, vocab) and nothing else, drawn exactly as
+  ``torch.manual_seed(seed); torch.randint(0, vocab, (B, T))`` (the W-PCA batch of the
+  NSC authors' ``eval_flexibert.py``);
 * ``"text:<file or folder>"`` - a local plain-text corpus (one document per line or
   per file);
 * ``"glue:<folder>"`` - a GLUE-format TSV folder (``train.tsv``; sentence pairs become
@@ -52,7 +56,7 @@ class BatchSpec:
         check_seed("seed", self.seed, none=False)
         check_int("vocab_size", self.vocab_size, low=2, none=True)
         if not isinstance(self.source, str):
-            raise InvalidArgumentError(f"source = {self.source!r} is not allowed; allowed: 'random', 'text:<path>', "
+            raise InvalidArgumentError(f"source = {self.source!r} is not allowed; allowed: 'random', 'uniform', 'text:<path>', "
                                        "'glue:<folder>', 'hf:<dataset>[:<config>]'")
         from .spaces import PROXY_SPACES
 
@@ -62,8 +66,8 @@ class BatchSpec:
         if top is not None and self.seq_len > top:
             raise InvalidArgumentError(f"seq_len = {self.seq_len} is not allowed for {self.space}; allowed: 2 ... {top} (position table size)")
         kind = self.source.split(":", 1)[0]
-        if kind not in ("random", "text", "glue", "hf") or (kind != "random" and ":" not in self.source):
-            raise InvalidArgumentError(f"source = {self.source!r} is not allowed; allowed: 'random', 'text:<path>', 'glue:<folder>', 'hf:<dataset>[:<config>]'")
+        if kind not in ("random", "uniform", "text", "glue", "hf") or (kind not in ("random", "uniform") and ":" not in self.source):
+            raise InvalidArgumentError(f"source = {self.source!r} is not allowed; allowed: 'random', 'uniform', 'text:<path>', 'glue:<folder>', 'hf:<dataset>[:<config>]'")
 
     @property
     def key(self) -> str:
@@ -104,7 +108,7 @@ def make_batch(spec: BatchSpec) -> Batch:
     B, T = spec.batch_size, spec.seq_len
     if spec.space == "nlp":
         V = spec.vocab_size or PTB_VOCAB
-        if spec.source == "random":
+        if spec.source in ("random", "uniform"):  # NAS-Bench-NLP's random tokens are uniform already
             return Batch(spec, torch.randint(0, V, (T, B), generator=g))
         words = " ".join(flat_text(d) for d in _documents(spec)).split()
         from collections import Counter
@@ -117,6 +121,9 @@ def make_batch(spec: BatchSpec) -> Batch:
         # batchify as NAS-Bench-NLP does: B contiguous streams, first T steps
         streams = ids[: (len(ids) // B) * B].view(B, -1).t()
         return Batch(spec, streams[:T].contiguous(), tokenizer=f"words-{len(vocab) + 1}")
+    if spec.source == "uniform":
+        ids = torch.randint(0, BERT_VOCAB, (B, T), generator=g)
+        return Batch(spec, ids, torch.ones(B, T, dtype=torch.long), torch.zeros(B, T, dtype=torch.long), "uniform")
     if spec.source == "random":
         ids = torch.randint(1000, BERT_VOCAB, (B, T), generator=g)
         ids[:, 0], ids[:, -1] = CLS, SEP

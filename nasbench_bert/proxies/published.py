@@ -22,8 +22,13 @@
   embedding-to-hidden projection. LTS found it ranks trained language models as well as
   training-free proxies that cost a forward and backward pass.
 
-Both are registered for the ``flexibert`` space under the ``baseline`` group, so every
-semantics computes them (``proxies.compute(ids, ["w_pca", "nonembedding_params"])``).
+``w_pca`` counts the PCA dimension of every hidden Linear of a layer's feed-forward
+stack (this package's extension to FlexiBERT's 3-Linear stacks); ``w_pca_first`` (group
+``published``) counts the first one only, as W-PCA's BERT (one hidden Linear) and the NSC
+and LPZero authors' FlexiBERT runs do (they hook ``intermediate.dense_in``). Both are
+registered for the ``flexibert`` space, so every semantics computes them
+(``proxies.compute(ids, ["w_pca", "nonembedding_params"])``); the NSC authors' protocol is
+:data:`nasbench_bert.proxies.protocols.W_PCA_NSC`.
 """
 
 from __future__ import annotations
@@ -64,9 +69,10 @@ def pca_dim(x: torch.Tensor, eta: float = W_PCA_ETA) -> int:
     return min(k, len(lam))
 
 
-def ff_preactivations(model: nn.Module, cap: Capture) -> list[tuple[int, torch.Tensor]]:
+def ff_preactivations(model: nn.Module, cap: Capture, *, first_only: bool = False) -> list[tuple[int, torch.Tensor]]:
     """(layer index, ``X W + b`` before the activation) for every hidden Linear of every
-    feed-forward stack, from one forward pass of ``model`` on the capture's batch.
+    feed-forward stack (``first_only``: the first Linear of each stack, the authors'
+    ``intermediate.dense_in``), from one forward pass of ``model`` on the capture's batch.
 
     The shared proxy pass records activations *after* GELU; W-PCA is defined on the
     pre-activation, so it runs its own forward (no gradient; the global RNG is left as
@@ -76,7 +82,8 @@ def ff_preactivations(model: nn.Module, cap: Capture) -> list[tuple[int, torch.T
     handles = []
     try:
         for li, layer in enumerate(model.layers):
-            for lin in layer.feed_forward.layers:  # every Linear followed by the activation
+            stack = layer.feed_forward.layers
+            for lin in (stack[:1] if first_only else stack):  # Linear layers followed by the activation
                 handles.append(lin.register_forward_hook(lambda m, i, o, li=li: out.append((li, o.detach()))))
         b = cap.batch
         with torch.random.fork_rng(devices=[]), torch.no_grad():
@@ -88,15 +95,28 @@ def ff_preactivations(model: nn.Module, cap: Capture) -> list[tuple[int, torch.T
     return out
 
 
-@register("w_pca", space=S, group=("baseline",), version=2)
-def w_pca(cap: Capture) -> ProxyValue:
-    """W-PCA (Wang, ICLR 2025): parameter count x summed PCA dimension (share eta of the
-    variance) of the feed-forward pre-activations; per layer: that layer's dimensions."""
+def _w_pca(cap: Capture, first_only: bool) -> ProxyValue:
     per = [0] * len(cap.model.layers)
-    for li, h in ff_preactivations(cap.model, cap):
+    for li, h in ff_preactivations(cap.model, cap, first_only=first_only):
         per[li] += pca_dim(h)
     n = sum(p.numel() for p in cap.model.parameters())
     return ProxyValue(float(n) * sum(per), [float(v) for v in per])
+
+
+@register("w_pca", space=S, group=("baseline",), version=2)
+def w_pca(cap: Capture) -> ProxyValue:
+    """W-PCA (Wang, ICLR 2025) extended to FlexiBERT's stacks: parameter count x summed PCA
+    dimension (share eta of the variance) of every feed-forward pre-activation of the stack;
+    per layer: that layer's dimensions."""
+    return _w_pca(cap, first_only=False)
+
+
+@register("w_pca_first", space=S, group=("published",))
+def w_pca_first(cap: Capture) -> ProxyValue:
+    """W-PCA (Wang, ICLR 2025) as published and as the NSC and LPZero authors run it on
+    FlexiBERT: parameter count x summed PCA dimension of each layer's *first* feed-forward
+    pre-activation (``intermediate.dense_in``); per layer: that dimension."""
+    return _w_pca(cap, first_only=True)
 
 
 @register("nonembedding_params", space=S, group=("baseline",))

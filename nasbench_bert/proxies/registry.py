@@ -46,7 +46,12 @@ NEEDS = frozenset({
     "synflow",          # a separate pass on |weights| with an all-ones input
     "loss_backward",    # backward of the RNN's y.backward(y) objective (synaptic saliency)
     "spec",             # the arch spec alone: no model is built (analytic scores; never mixed with the others)
+    "model",            # the built model and the batch, no pass run (a callable runs its own; never mixed)
 })
+#: the group names :func:`get` accepts besides proxy names
+#: (the seed paper's set, ETAS's, the size and trivial spec baselines, and the published
+#: proxies of later papers: :mod:`.nsc`, :mod:`.lpzero`, :mod:`.swap`)
+GROUPS: tuple[str, ...] = ("paper", "etas", "baseline", "trivial", "published")
 SPACES: tuple[str, ...] = ("flexibert", "nlp")  # the keys of proxies.spaces.PROXY_SPACES
 
 
@@ -101,6 +106,12 @@ class Proxy:
         """True for a score of the spec alone (``needs={"spec"}``): it builds no model."""
         return "spec" in self.needs
 
+    @property
+    def model_only(self) -> bool:
+        """True for a proxy that receives the freshly built model and runs its own pass
+        (``needs={"model"}``: a plain ``(model, batch)`` callable)."""
+        return "model" in self.needs
+
 
 REGISTRY: dict[str, dict[str, Proxy]] = {s: {} for s in SPACES}
 
@@ -115,15 +126,16 @@ def register(
     unknown = set(needs) - NEEDS
     if unknown:
         raise InvalidArgumentError(f"needs = {sorted(unknown)} not allowed; allowed values: {sorted(NEEDS)}")
-    if "spec" in set(needs) and set(needs) != {"spec"}:
-        raise InvalidArgumentError(f"needs = {sorted(needs)} not allowed: 'spec' (a score of the spec alone) cannot be "
-                                   "combined with model needs; declare needs={'spec'} or model needs only")
+    for alone in ("spec", "model"):
+        if alone in set(needs) and set(needs) != {alone}:
+            raise InvalidArgumentError(f"needs = {sorted(needs)} not allowed: {alone!r} cannot be combined with other "
+                                       f"needs; declare needs={{{alone!r}}} alone, or pass needs only")
 
     def deco(fn: Callable[[Any], ProxyValue]) -> Callable[[Any], ProxyValue]:
         if name in REGISTRY[space]:
             raise InvalidArgumentError(f"proxy {name!r} is already registered for space {space!r}")
         REGISTRY[space][name] = Proxy(
-            name, space, fn, frozenset(needs) if "spec" in set(needs) else frozenset(needs) | {"forward"},
+            name, space, fn, frozenset(needs) if set(needs) & {"spec", "model"} else frozenset(needs) | {"forward"},
             higher_is_better, version, paper,
             (fn.__doc__ or "").strip().split("\n")[0], tuple(group),
         )
@@ -133,22 +145,33 @@ def register(
 
 
 def get(space: str, names: Iterable[str] | str | None) -> list[Proxy]:
-    """The proxies named (``None`` or ``"all"``: every one of the space; ``"paper"``,
-    ``"etas"``, ``"baseline"``: a group). The built-in proxies are registered when
+    """The proxies named (``None`` or ``"all"``: every one of the space but the plain
+    callables of :mod:`.callables`; a name of
+    :data:`GROUPS`: a group). The built-in proxies are registered when
     :mod:`nasbench_bert.proxies.sweep` (or any name of :mod:`nasbench_bert.proxies`) is
-    imported; this module itself imports no torch."""
+    imported; this module itself imports no torch.
+
+    A name ``"module:function"`` not registered yet is a plain ``(model, batch) ->
+    float`` callable: it is imported and registered here
+    (:func:`nasbench_bert.proxies.callables.register_callable`), so worker processes
+    that never saw the caller's registration find it too."""
     if space not in SPACES:
         raise InvalidArgumentError(f"space = {space!r} is not allowed; allowed values: {list(SPACES)}")
     reg = REGISTRY[space]
-    if names is None or names == "all":
-        return list(reg.values())
+    if names is None or names == "all":  # a callable registered for one evaluation is not a built-in: left out
+        return [p for p in reg.values() if "callable" not in p.group]
     if isinstance(names, str):
-        if names in ("paper", "etas", "baseline"):
+        if names in GROUPS:
             return [p for p in reg.values() if names in p.group]
         names = [names]
     out = []
     for n in names:
+        if n not in reg and isinstance(n, str) and ":" in n:
+            from .callables import register_callable
+
+            register_callable(n)
         if n not in reg:
-            raise InvalidArgumentError(f"proxy = {n!r} is not registered for space {space!r}; allowed values: {sorted(reg)} or a group ('all', 'paper', 'etas', 'baseline')")
+            raise InvalidArgumentError(f"proxy = {n!r} is not registered for space {space!r}; allowed values: {sorted(reg)}, "
+                                       f"a group {['all', *GROUPS]}, or 'module:function' (a (model, batch) -> float callable)")
         out.append(reg[n])
     return out

@@ -11,34 +11,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-import numpy as np
 
+from ..benchmark.keys import flexibert_keys
 from ..checks import check_choice
 from ..semantics import Semantics
 from ..sizes import PTB_VOCAB
-from ..spaces.flexibert import Arch
 from ..spaces.nlp import Recipe, parse_recipe, recipe_hash
+from ..vocabulary import BenchmarkLike
 
 Item = tuple[dict[str, Any], Any]  # (identifying columns, model key)
 
 
-def _flexibert_items(archs: Iterable[Any], bench: Any) -> list[Item]:
-    out: list[Item] = []
-    for a in archs:
-        if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
-            if bench is None:
-                from ..benchmark import Benchmark
-
-                bench = Benchmark.load(progress=False)
-            arch = Arch.coerce(bench.query(int(a), charge=False).arch)
-            out.append(({"id": int(a), "arch": str(arch)}, arch))
-        else:
-            arch = Arch.coerce(a)
-            out.append(({"arch": str(arch)}, arch))
-    return out
+def _flexibert_items(archs: Iterable[Any], bench: BenchmarkLike | None) -> list[Item]:
+    keys, _ = flexibert_keys(archs, bench)
+    return [({"id": i, "arch": str(a)} if i is not None else {"arch": str(a)}, a) for i, a in keys]
 
 
-def _nlp_items(archs: Iterable[Any], bench: Any) -> list[Item]:
+def _nlp_items(archs: Iterable[Any], bench: BenchmarkLike) -> list[Item]:
     out: list[Item] = []
     for a in archs:
         if isinstance(a, tuple) and len(a) == 2:  # (label, recipe)

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from scipy.stats import rankdata
 
-from ..checks import check_int, check_names
+from ..checks import check_int, check_names, check_seed
 from ..errors import InvalidArgumentError
 from ..executors import check_executor, run_tasks
 from ..semantics import AS_TRAINED, SemanticsLike, get_semantics
@@ -24,6 +24,7 @@ from . import builtin as _builtin  # noqa: F401  (registers every built-in proxy
 from . import registry
 from .inputs import BatchSpec, make_batch
 from .spaces import PROXY_SPACES, proxy_space
+from ..vocabulary import BenchmarkLike
 
 #: rank combinations computed across the compared set, not per arch (FlexiBERT's NTSR)
 COMBINED: dict[str, tuple[str, ...]] = {k: v for sp in PROXY_SPACES.values() for k, v in sp.combined.items()}
@@ -128,12 +129,13 @@ def compute(
     archs: Iterable[Any],
     proxies: Iterable[str] | str | None = "paper",
     *,
-    semantics: SemanticsLike = AS_TRAINED,
-    seed: int = 0,
+    semantics: SemanticsLike | None = None,
+    seed: int | None = None,
     dtype: str = "float32",
     batch: BatchSpec | dict[str, Any] | None = None,
+    protocol: Any = None,
     space: str = "flexibert",
-    bench: Any = None,
+    bench: BenchmarkLike | None = None,
     cache: str | os.PathLike[str] | None = None,
     jobs: int = 1,
     progress: bool = False,
@@ -153,6 +155,11 @@ def compute(
     (old name ``"seed_compat"``: the model and protocol of the stored proxy table).
     ``dtype``: ``"float32"`` or ``"float64"``.
 
+    ``protocol``: a paper's own protocol
+    (:class:`~nasbench_bert.proxies.protocols.Protocol` or its name, e.g.
+    ``"w_pca_nsc"``), which sets the semantics (the model construction), the batch and
+    the seed together; it cannot be combined with ``semantics``, ``batch`` or ``seed``.
+
     Columns: the identifying ``id``/``key``/``arch``, ``semantics`` (canonical name),
     ``objective`` (what the gradient proxies differentiated), ``seed``, ``batch``,
     ``dtype``, one column per proxy, ``<proxy>__layers`` (per-layer values),
@@ -170,11 +177,22 @@ def compute(
     """
     adapter = proxy_space(space)
     executor = check_executor(executor, ray_address)
+    if protocol is not None:
+        from .protocols import get_protocol
+
+        proto = get_protocol(protocol)
+        given = [n for n, v in (("semantics", semantics), ("batch", batch), ("seed", seed)) if v is not None]
+        if given:
+            raise InvalidArgumentError(f"protocol = {proto.name!r} sets the semantics, batch and seed; do not also pass {given} "
+                                       "(use protocol.with_batch(...) or dataclasses.replace for a variant)")
+        semantics, batch, seed = proto.semantics, proto.batch, proto.seed
+    semantics = AS_TRAINED if semantics is None else semantics
+    seed = 0 if seed is None else seed
     sem = get_semantics(semantics)
     objective = adapter.objective(sem)
     if dtype not in ("float32", "float64"):
         raise InvalidArgumentError(f"dtype = {dtype!r} is not allowed; allowed values: ['float32', 'float64']")
-    seed = check_int("seed", seed, low=0, high=2**63 - 1)
+    seed = check_seed("seed", seed, none=False)
     jobs = check_int("jobs", jobs, low=1)
     if isinstance(archs, (str, bytes, dict)) or not isinstance(archs, Iterable):
         raise InvalidArgumentError(f"archs = {archs!r} is not allowed; allowed: a list of archs (ids, Arch, strings, "
@@ -221,7 +239,8 @@ def compute(
 
     df = pd.DataFrame([r for r in rows if r is not None])
     if df.empty:  # no archs given: the same columns, no rows
-        return pd.DataFrame(columns=["arch", "semantics", "objective", "seed", "batch", "dtype", *names, *combined, "error"])
+        return pd.DataFrame(columns=["arch", "semantics", "objective", "seed", "batch", "dtype", *names, *combined, "error",
+                                     "seconds", "cached"])
     for c in df.columns:
         if c.endswith("__layers"):
             df[c] = [json.loads(v) if isinstance(v, str) else v for v in df[c]]

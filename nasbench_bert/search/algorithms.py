@@ -180,7 +180,7 @@ def _proxy_scorer(proxy: Any, batch: dict[str, Any] | None, oracle: Oracle) -> C
             import time
 
             t0 = time.perf_counter()
-            df = px.compute(need, parts, batch=spec)
+            df = px.compute(need, parts, batch=spec, progress=oracle.progress is not None)
             oracle.proxy_seconds += time.perf_counter() - t0
             for a, (_, r) in zip(need, df.iterrows()):
                 cache[a] = {k: float(r[k]) for k in parts}

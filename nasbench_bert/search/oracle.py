@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..benchmark.budget import Budget
+from ..checks import check_bench, check_choice, check_seed
 from ..errors import InvalidArgumentError
 from ..spaces.flexibert import (
     FLEXIBERT_SPACE,
@@ -40,8 +41,10 @@ from ..spaces.flexibert import (
     field_codes,
     field_distances,
 )
+from ..progress import Progress
+from ..vocabulary import ORACLE_KINDS, BenchmarkLike
 
-ORACLES: tuple[str, ...] = ("tabular", "surrogate", "regenerated", "noisy_surrogate")
+ORACLES: tuple[str, ...] = ORACLE_KINDS
 #: the benchmark's own fidelity: a query without ``steps`` is a 100,000-step run
 FINAL_STEPS = 100_000
 
@@ -52,13 +55,15 @@ class Oracle(ABC):
     name: str = ""
     predicted: bool = False
 
-    def __init__(self, bench: Any, budget: Budget | None = None):
-        self.bench = bench
+    def __init__(self, bench: BenchmarkLike, budget: Budget | None = None):
+        self.bench = check_bench(bench)
         self.budget = budget if budget is not None else Budget()
         #: one record per evaluation: evaluation, seconds (budget spent), glue, best_glue, arch, predicted
         self.evaluations: list[dict[str, Any]] = []
         #: wall seconds spent computing live proxies for this oracle's user (ETAS)
         self.proxy_seconds = 0.0
+        #: where evaluations are reported as they happen (set by ``search.run(progress=True)``)
+        self.progress: Progress | None = None
 
     # -- what an implementation supplies --------------------------------------------------
     @abstractmethod
@@ -124,13 +129,15 @@ class Oracle(ABC):
         if steps is not None:
             rec["steps"] = steps
         self.evaluations.append(rec)
+        if self.progress is not None:
+            self.progress.advance()
         return g
 
 
 class _TableOracle(Oracle):
     """An oracle over a finite table of (GLUE, cost) per arch."""
 
-    def __init__(self, bench: Any, table: dict[Arch, tuple[float, float]], budget: Budget | None = None):
+    def __init__(self, bench: BenchmarkLike, table: dict[Arch, tuple[float, float]], budget: Budget | None = None):
         super().__init__(bench, budget)
         if not table:
             raise InvalidArgumentError(f"the {self.name} oracle has no archs to answer for")
@@ -173,8 +180,8 @@ class TabularOracle(_TableOracle):
 
     name = "tabular"
 
-    def __init__(self, bench: Any, budget: Budget | None = None):
-        archs = list(dict.fromkeys(bench.archs))
+    def __init__(self, bench: BenchmarkLike, budget: Budget | None = None):
+        archs = list(dict.fromkeys(check_bench(bench).archs))
         res = [bench.query(a, charge=False) for a in archs]
         super().__init__(bench, {a: (float(r.glue), float(r.time_to_train)) for a, r in zip(archs, res)}, budget)
 
@@ -184,8 +191,8 @@ class RegeneratedOracle(_TableOracle):
 
     name = "regenerated"
 
-    def __init__(self, bench: Any, budget: Budget | None = None):
-        entries = bench.regenerated()
+    def __init__(self, bench: BenchmarkLike, budget: Budget | None = None):
+        entries = check_bench(bench).regenerated()
         super().__init__(bench, {a: (float(rs[0].glue), float(rs[0].time_to_train)) for a, rs in entries.items()}, budget)
 
 
@@ -209,14 +216,12 @@ class SurrogateOracle(Oracle):
     name = "surrogate"
     predicted = True
 
-    def __init__(self, bench: Any, budget: Budget | None = None, *, noisy: bool = False, seed: int = 0,
+    def __init__(self, bench: BenchmarkLike, budget: Budget | None = None, *, noisy: bool = False, seed: int = 0,
                  family: str | None = None):
         super().__init__(bench, budget)
         if not isinstance(noisy, bool):
             raise InvalidArgumentError(f"noisy = {noisy!r} is not allowed; allowed: True or False")
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise InvalidArgumentError(f"seed = {seed!r} is not allowed; allowed: a non-negative integer")
-        self.noisy, self.seed = noisy, int(seed)
+        self.noisy, self.seed = noisy, int(check_seed("seed", seed, none=False))  # type: ignore[arg-type]
         if noisy:
             self.name = "noisy_surrogate"
         self.surrogate = bench.surrogate(family)
@@ -287,7 +292,7 @@ class SurrogateOracle(Oracle):
         return g if math.isfinite(g) else math.nan
 
 
-def noisy_surrogate(bench: Any, budget: Budget | None = None) -> SurrogateOracle:
+def noisy_surrogate(bench: BenchmarkLike, budget: Budget | None = None) -> SurrogateOracle:
     """``SurrogateOracle(bench, budget, noisy=True, seed=0)`` (the ``"noisy_surrogate"`` name)."""
     return SurrogateOracle(bench, budget, noisy=True, seed=0)
 
@@ -296,7 +301,7 @@ _KINDS: dict[str, Any] = {"tabular": TabularOracle, "surrogate": SurrogateOracle
                          "noisy_surrogate": noisy_surrogate}
 
 
-def make_oracle(kind: "str | Oracle", bench: Any, budget: Budget | None = None) -> Oracle:
+def make_oracle(kind: "str | Oracle", bench: BenchmarkLike, budget: Budget | None = None) -> Oracle:
     """An oracle from its name (``"tabular"``, ``"surrogate"``, ``"regenerated"``,
     ``"noisy_surrogate"``), or
     ``kind`` itself when it already is one (its budget replaced by ``budget`` if given)."""
@@ -304,6 +309,5 @@ def make_oracle(kind: "str | Oracle", bench: Any, budget: Budget | None = None) 
         if budget is not None:
             kind.budget = budget
         return kind
-    if kind not in _KINDS:
-        raise InvalidArgumentError(f"oracle = {kind!r} is not allowed; allowed values: {list(ORACLES)} or an Oracle")
-    return _KINDS[kind](bench, budget)
+    check_choice("oracle", kind, ORACLES)
+    return _KINDS[kind](check_bench(bench), budget)

@@ -16,10 +16,13 @@ import numpy as np
 import pandas as pd
 
 from ..benchmark.budget import Budget
+from ..checks import check_bench, check_bool, check_choice, check_seed
 from ..errors import InvalidArgumentError
 from ..spaces.flexibert import Arch
 from .algorithms import ALGORITHMS, parameters
 from .oracle import ORACLES, Oracle, make_oracle
+from ..progress import Progress
+from ..vocabulary import BenchmarkLike
 
 
 @dataclass
@@ -60,8 +63,8 @@ def _positive_int(name: str, v: Any) -> None:
         raise InvalidArgumentError(f"{name} = {v!r} is not allowed; allowed: a positive integer")
 
 
-def run(algorithm: str, bench: Any, *, budget: int | None = 100, time_budget: float | None = None, seed: int = 0,
-        oracle: "str | Oracle | None" = None, mode: str | None = None, **params: Any) -> Trajectory:
+def run(algorithm: str, bench: BenchmarkLike, *, budget: int | None = 100, time_budget: float | None = None, seed: int = 0,
+        oracle: "str | Oracle | None" = None, mode: str | None = None, progress: bool = False, **params: Any) -> Trajectory:
     """Run ``algorithm`` (a name in :data:`~.algorithms.ALGORITHMS`) on ``bench``;
     reproducible from ``seed``.
 
@@ -69,10 +72,12 @@ def run(algorithm: str, bench: Any, *, budget: int | None = 100, time_budget: fl
     :class:`~.oracle.Oracle` (``mode=`` is the 0.1 name of this argument). ``params`` go
     to the algorithm (e.g. ``population_size``, ``sample_size`` for regularised
     evolution; ``proxy``, ``n0``, ``candidates``, ``top``, ``mutation_prob`` for ETAS);
-    an unknown one is an error, never silently ignored.
+    an unknown one is an error, never silently ignored. ``progress``: report evaluations
+    (and ETAS's proxy sweeps) as they happen, on stderr (:mod:`nasbench_bert.progress`).
     """
     if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise InvalidArgumentError(f"algorithm = {algorithm!r} is not allowed; allowed values: {list(ALGORITHMS)}")
+    bench = check_bench(bench)
     if oracle is not None and mode is not None:
         raise InvalidArgumentError("give oracle= or its old name mode=, not both")
     kind = oracle if oracle is not None else (mode if mode is not None else "tabular")
@@ -86,21 +91,25 @@ def run(algorithm: str, bench: Any, *, budget: int | None = 100, time_budget: fl
     if time_budget is not None and (not isinstance(time_budget, (int, float)) or isinstance(time_budget, bool)
                                     or not math.isfinite(time_budget) or time_budget <= 0):
         raise InvalidArgumentError(f"time_budget = {time_budget!r} is not allowed; allowed: positive simulated seconds")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise InvalidArgumentError(f"seed = {seed!r} is not allowed; allowed: a non-negative integer")
+    seed = int(check_seed("seed", seed, none=False))  # type: ignore[arg-type]
     known = parameters(algorithm)
     unknown = sorted(set(params) - set(known))
     if unknown:
         raise InvalidArgumentError(f"parameter(s) {unknown} not allowed for algorithm {algorithm!r}; allowed: {known}")
     orc = make_oracle(kind, bench, Budget(limit=time_budget, max_queries=budget))
     orc.evaluations, orc.proxy_seconds = [], 0.0
-    ALGORITHMS[algorithm](orc, np.random.default_rng(seed), **params)
+    with Progress(f"{algorithm} ({orc.name}): evaluations", budget or 0, enabled=check_bool("progress", progress)) as bar:
+        orc.progress = bar if progress else None
+        try:
+            ALGORITHMS[algorithm](orc, np.random.default_rng(seed), **params)
+        finally:
+            orc.progress = None
     return Trajectory(algorithm, seed, orc.name, orc.evaluations, orc.proxy_seconds)
 
 
-def compare(bench: Any, algorithms: list[str] | None = None, seeds: int = 20, budget: int = 100,
+def compare(bench: BenchmarkLike, algorithms: list[str] | None = None, seeds: int = 20, budget: int = 100,
             oracle: str | None = None, mode: str | None = None, axis: str = "evaluations", points: int = 100,
-            **params: Any) -> pd.DataFrame:
+            progress: bool = False, **params: Any) -> pd.DataFrame:
     """Several algorithms x seeds -> anytime curves of the best GLUE found.
 
     ``axis="evaluations"``: one row per (algorithm, evaluation 1..budget).
@@ -108,18 +117,24 @@ def compare(bench: Any, algorithms: list[str] | None = None, seeds: int = 20, bu
     ``points`` times up to the longest run (a run that has not evaluated anything yet
     counts as NaN and is left out of that point's statistics).
     Columns: ``mean``, ``std``, ``q25``, ``q75`` over seeds, and ``n`` (runs counted).
-    ``params`` maps an algorithm name to its keyword arguments.
+    ``params`` maps an algorithm name to its keyword arguments. ``progress``: report
+    finished runs as they happen, on stderr.
     """
-    if axis not in ("evaluations", "seconds"):
-        raise InvalidArgumentError(f"axis = {axis!r} is not allowed; allowed values: ['evaluations', 'seconds']")
+    bench = check_bench(bench)
+    check_choice("axis", axis, ("evaluations", "seconds"))
     _positive_int("seeds", seeds)
     _positive_int("points", points)
     algs = algorithms or ["random", "regularized_evolution", "local_search"]
     stray = sorted(set(params) - set(algs))
     if stray:
         raise InvalidArgumentError(f"{stray} are not among algorithms = {algs}; pass per-algorithm settings as <algorithm>={{...}}")
-    runs = {alg: [run(alg, bench, budget=budget, seed=s, oracle=oracle, mode=mode, **(params.get(alg, {})))
-                  for s in range(seeds)] for alg in algs}
+    with Progress("search compare: runs", len(algs) * seeds, enabled=check_bool("progress", progress)) as bar:
+        runs: dict[str, list[Trajectory]] = {}
+        for alg in algs:
+            runs[alg] = []
+            for s in range(seeds):
+                runs[alg].append(run(alg, bench, budget=budget, seed=s, oracle=oracle, mode=mode, **(params.get(alg, {}))))
+                bar.advance()
     if axis == "evaluations":
         grid = np.arange(1, budget + 1)
         x_of = lambda t: np.array([e["evaluation"] for e in t.evaluations])  # noqa: E731

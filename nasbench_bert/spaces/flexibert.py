@@ -21,7 +21,7 @@ one base-48 digit per layer, first layer most significant).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -130,6 +130,9 @@ class Arch:
 
     hidden_size: int
     layers: tuple[Layer, ...]
+    #: the hash, computed once: archs key every lookup table, and hashing the nested
+    #: layers anew on each lookup was most of a batch query's time
+    _hash: int = field(init=False, repr=False, compare=False, hash=False, default=0)
 
     def __post_init__(self) -> None:
         if not _is_int(self.hidden_size) or int(self.hidden_size) not in HIDDEN_SIZES:
@@ -138,6 +141,15 @@ class Arch:
             raise InvalidArchitectureError("layers must be a tuple of nasbench_bert.Layer objects")
         if len(self.layers) not in LAYER_COUNTS:
             raise _bad("number of encoder layers", len(self.layers), LAYER_COUNTS)
+        object.__setattr__(self, "_hash", hash((self.hidden_size, self.layers)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # rebuilt through the constructor: string hashes differ between processes, so a
+        # pickled hash must never travel to a worker
+        return (Arch, (self.hidden_size, self.layers))
 
     # -- conversions -------------------------------------------------------------------
     @property

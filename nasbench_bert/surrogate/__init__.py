@@ -39,6 +39,7 @@ from .models import (
     make_family,
 )
 from .validation import cross_validate, region_cv
+from ..vocabulary import BenchmarkLike
 
 TARGETS: tuple[str, ...] = ("glue", *GLUE_TASKS)
 DEFAULT_FAMILY = "ensemble+cal"
@@ -52,7 +53,7 @@ __all__ = [
 ]
 
 
-def training_data(bench: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def training_data(bench: BenchmarkLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(X, Y, num_params) in the 0.1 layout: :func:`featurize_indices` features, GLUE
     then the 8 tasks, and the as-specified parameter count."""
     df = bench.to_pandas()
@@ -88,7 +89,7 @@ class Surrogate:
     part alone.
     """
 
-    def __init__(self, bench: Any, family: str = DEFAULT_FAMILY, features: str = DEFAULT_FEATURES):
+    def __init__(self, bench: BenchmarkLike, family: str = DEFAULT_FAMILY, features: str = DEFAULT_FEATURES):
         make_family(family)  # validates the name
         df = bench.to_pandas()
         X = surrogate_features(df["space_index"].to_numpy(dtype=np.int64), features)

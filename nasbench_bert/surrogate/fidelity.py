@@ -28,18 +28,18 @@ reported by :func:`leave_one_curve_out`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import InvalidArgumentError
+from ..vocabulary import BenchmarkLike
 
 #: the benchmark's own pretraining length (the steps of every main result)
 BENCHMARK_STEPS = 100_000
 
 
-def curve_table(bench: Any) -> pd.DataFrame:
+def curve_table(bench: BenchmarkLike) -> pd.DataFrame:
     """Every curve point with ``glue`` repaired or NaN, plus ``bench_glue`` (the arch's
     benchmark result), ``tasks_valid`` (False where the task scores are the later
     checkpoint's) and ``status`` ("ok", "recovered", "lost"), as the curves table
@@ -92,7 +92,7 @@ class CurveFidelity:
         return self.a[s] + self.b[s] * np.asarray(glue_100k, dtype=float)
 
 
-def leave_one_curve_out(bench: Any, ridge: float = 5.0) -> pd.DataFrame:
+def leave_one_curve_out(bench: BenchmarkLike, ridge: float = 5.0) -> pd.DataFrame:
     """For every curve and checkpoint: the fidelity fitted on the other curves, its
     prediction from this arch's benchmark GLUE, the truth, and two naive predictions
     (the benchmark GLUE itself; the benchmark GLUE plus the other curves' mean shift)."""

@@ -30,8 +30,9 @@ import pandas as pd
 from ..errors import InvalidArgumentError
 from .features import twin_keys
 from .fidelity import curve_table
+from ..vocabulary import BenchmarkLike
 
-def repeat_pairs(bench: Any) -> pd.DataFrame:
+def repeat_pairs(bench: BenchmarkLike) -> pd.DataFrame:
     """Every pair of runs of one arch in the release: the exact repeats, and the
     recoverable 100,000-step curve checkpoints paired with the benchmark run."""
     df = bench.to_pandas().set_index("id")
@@ -51,7 +52,7 @@ def repeat_pairs(bench: Any) -> pd.DataFrame:
     return out
 
 
-def twin_residuals(bench: Any) -> pd.DataFrame:
+def twin_residuals(bench: BenchmarkLike) -> pd.DataFrame:
     """Each run of an as-trained twin class with >= 2 runs: its deviation from the class
     mean, scaled by sqrt(k / (k - 1)) so that it has the run-to-run variance (k runs)."""
     df = bench.to_pandas()
@@ -85,7 +86,7 @@ def _boot(values: np.ndarray, stat: Callable[[np.ndarray], float], n: int, seed:
     return float(np.percentile(b, 2.5)), float(np.percentile(b, 97.5))
 
 
-def twin_pairs(bench: Any) -> pd.DataFrame:
+def twin_pairs(bench: BenchmarkLike) -> pd.DataFrame:
     """Every pair of runs within an as-trained twin class: depth and the difference."""
     r = twin_residuals(bench)
     rows = []
@@ -110,7 +111,7 @@ class RunNoise:
     ``sample(depth, rng)`` draws one run's deviation from its arch's expected GLUE.
     """
 
-    def __init__(self, bench: Any, tail: float = 4.0):
+    def __init__(self, bench: BenchmarkLike, tail: float = 4.0):
         p = twin_pairs(bench)
         self.core, self.p_collapse, self.sizes, self.sd = {}, {}, {}, {}
         for d, g in p.groupby("num_layers"):
@@ -140,7 +141,7 @@ class RunNoise:
         return out
 
 
-def tau_ceiling(bench: Any, noise: Callable[[np.ndarray, np.random.Generator], np.ndarray] | None = None,
+def tau_ceiling(bench: BenchmarkLike, noise: Callable[[np.ndarray, np.random.Generator], np.ndarray] | None = None,
                 sigma: float | None = None, reps: int = 200, folds: int = 5, seed: int = 0) -> tuple[float, float, float]:
     """Expected Kendall tau (mean over by-arch folds, as :func:`cross_validate` scores)
     between the per-arch expected GLUE and one noisy run of it: the best any predictor
@@ -153,12 +154,26 @@ def tau_ceiling(bench: Any, noise: Callable[[np.ndarray, np.random.Generator], n
     """
     from scipy.stats import kendalltau
 
+    mu, depth, arch, noise = _expected_glue(bench, noise, sigma, seed)
+    rng = np.random.default_rng(seed)
+    uniq, inv = np.unique(arch, return_inverse=True)
+    taus = []
+    for r in range(reps):
+        obs = mu + noise(depth, rng)
+        fold = (np.random.default_rng(r).permutation(len(uniq)) % folds)[inv]
+        taus.append(np.mean([kendalltau(mu[fold == k], obs[fold == k])[0] for k in range(folds)]))
+    t = np.array(taus)
+    return float(t.mean()), float(np.percentile(t, 2.5)), float(np.percentile(t, 97.5))
+
+
+def _expected_glue(bench: BenchmarkLike, noise: Callable[[np.ndarray, np.random.Generator], np.ndarray] | None,
+                   sigma: float | None, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, Callable[..., np.ndarray]]:
+    """The shrunken per-arch expected GLUE (see :func:`tau_ceiling`), depth, arch and the sampler."""
     df = bench.to_pandas()
     y = df["glue"].to_numpy(float)
     depth = df["num_layers"].to_numpy()
     hidden = df["hidden_size"].to_numpy()
     arch = df["arch"].to_numpy()
-    rng = np.random.default_rng(seed)
     if noise is None:
         if sigma is None:
             raise InvalidArgumentError("noise = None and sigma = None: give noise= (a sampler) or sigma= (a float)")
@@ -173,17 +188,39 @@ def tau_ceiling(bench: Any, noise: Callable[[np.ndarray, np.random.Generator], n
                 continue
             f = np.sqrt(max(1 - var[d] / y[m].var(), 0.0))
             mu[m] = y[m].mean() + f * (y[m] - y[m].mean())
-    uniq, inv = np.unique(arch, return_inverse=True)
-    taus = []
-    for r in range(reps):
-        obs = mu + noise(depth, rng)
-        fold = (np.random.default_rng(r).permutation(len(uniq)) % folds)[inv]
-        taus.append(np.mean([kendalltau(mu[fold == k], obs[fold == k])[0] for k in range(folds)]))
-    t = np.array(taus)
-    return float(t.mean()), float(np.percentile(t, 2.5)), float(np.percentile(t, 97.5))
+    return mu, depth, arch, noise
 
 
-def noise_floor(bench: Any, bootstrap: int = 2000, reps: int = 200, seed: int = 0) -> dict[str, Any]:
+def rank_ceilings(bench: BenchmarkLike, reps: int = 100, seed: int = 0) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """The best a score of the spec or the model can reach against one noisy GLUE per
+    arch, over all ids as a leaderboard ranks them: tau-b, the expected tau-b under
+    random tie-breaking, and the within-cell tau (pairs of one (layers, hidden size)
+    cell, where the trivial rules stop), each (mean, 2.5 %, 97.5 %) over ``reps``
+    simulated benchmarks. Two noise models: Gaussian at the 9 exact repeats' sigma
+    (the primary figure) and the empirical per-depth model with collapses
+    (:class:`RunNoise`)."""
+    from .. import metrics
+
+    pairs = repeat_pairs(bench)
+    sigma = _sigma_ci(pairs[pairs["kind"] == "exact repeat"]["diff"].to_numpy())[0]
+    df = bench.to_pandas()
+    cells = df["num_layers"].to_numpy(np.int64) * 1000 + df["hidden_size"].to_numpy(np.int64)
+    out: dict[str, dict[str, tuple[float, float, float]]] = {}
+    for name, kw in ((f"gaussian_exact_repeats_sigma_{sigma:.3f}", {"sigma": sigma}),
+                     ("empirical_per_depth", {"noise": RunNoise(bench).sample})):
+        mu, depth, _, noise = _expected_glue(bench, kw.get("noise"), kw.get("sigma"), seed)
+        rng = np.random.default_rng(seed)
+        got: dict[str, list[float]] = {"kendall_tau": [], "tau_within_cell": []}
+        for _ in range(reps):
+            obs = mu + noise(depth, rng)
+            got["kendall_tau"].append(metrics.kendall_tau_b(mu, obs))
+            got["tau_within_cell"].append(metrics.tau_within_cell(mu, obs, cells))
+        out[name] = {k: (float(np.mean(v)), float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5)))
+                     for k, v in got.items()}
+    return out
+
+
+def noise_floor(bench: BenchmarkLike, bootstrap: int = 2000, reps: int = 200, seed: int = 0) -> dict[str, Any]:
     """Run-to-run noise from every kind of re-run, with 95 % intervals, and the implied
     ceilings on Kendall tau (see the module doc). Plain floats, ready for JSON."""
     pairs = repeat_pairs(bench)

@@ -18,6 +18,7 @@ import pandas as pd
 from ..errors import InvalidArgumentError
 from .features import surrogate_features
 from .models import lightgbm_available, make_family
+from ..vocabulary import BenchmarkLike
 
 LEVELS: tuple[float, ...] = (0.5, 0.8, 0.95)
 
@@ -28,7 +29,7 @@ def _z(level: float) -> float:
     return float(norm.ppf((1 + level) / 2))
 
 
-def training_arrays(bench: Any, features: str = "as_trained") -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+def training_arrays(bench: BenchmarkLike, features: str = "as_trained") -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
     """(X, Y, table): the surrogate features, GLUE then the 8 tasks, and the table."""
     from . import TARGETS
 
@@ -70,7 +71,7 @@ def default_families() -> tuple[str, ...]:
     return fams + (("lgbm",) if lightgbm_available() else ())
 
 
-def cross_validate(bench: Any, families: Sequence[str] | None = None, folds: int = 5, seed: int = 0,
+def cross_validate(bench: BenchmarkLike, families: Sequence[str] | None = None, folds: int = 5, seed: int = 0,
                    extra: dict[str, Callable[[], Any]] | None = None, features: str = "as_trained",
                    repeats: int = 1, ceiling: bool = True, levels: Sequence[float] = LEVELS) -> pd.DataFrame:
     """K-fold CV by arch: one row per family (and per ``extra`` factory), then the
@@ -144,7 +145,7 @@ REGIONS: dict[str, Callable[[pd.DataFrame], tuple[np.ndarray, np.ndarray]]] = {
 }
 
 
-def region_cv(bench: Any, families: Sequence[str] | None = None, regions: Sequence[str] | None = None,
+def region_cv(bench: BenchmarkLike, families: Sequence[str] | None = None, regions: Sequence[str] | None = None,
               features: str = "as_trained", levels: Sequence[float] = LEVELS) -> pd.DataFrame:
     """Leave-one-region-out: train on one region of the space, test on another it never
     saw (NAS-Bench-301's check). Rows: region x family, plus the as-trained parameter

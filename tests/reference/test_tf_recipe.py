@@ -20,7 +20,6 @@ Run in the reference venv (``.ci/run`` does)::
 
 from __future__ import annotations
 
-import csv
 import os
 import re
 import sys

@@ -311,7 +311,6 @@ def run_pretraining(arch_id: int = ARCH_ID, *, replicas: int = 8, per_replica: i
                              "masked_ids": masked.masked_lm_ids, "weights": masked.masked_lm_weights,
                              "fake_input": cap["fake"].inputs.input_ids, "labels": cap["fake"].is_fake_tokens,
                              "sampled": tf.argmax(cap["fake"].sampled_tokens, -1, output_type=tf.int32)}}
-        names = [_vname(v) for v in rs.vars]
         conf = {
             "arch_id": arch_id, "replicas": replicas, "per_replica": B, "seq_len": L, "max_predictions": N,
             "vocab_size": config.vocab_size, "num_train_steps": config.num_train_steps,

@@ -1,0 +1,466 @@
+"""Evaluate a new zero-cost proxy in one call: :func:`evaluate`.
+
+A proxy researcher's question is "where does my score stand?", and on FlexiBERT-500 the
+answer only means something beside the trivial baselines (depth alone reaches τ-b 0.68)
+and the published analytic scores, with the metrics that a depth rule cannot game
+(tie-broken τ, 10 %-PW τ, within-cell τ, partial τ given the arch's coarse shape). So
+:func:`evaluate` computes the proxy the way the package computes its own - every model
+the semantics defines, through the cached, resumable, executor-aware sweep
+(:func:`nasbench_bert.proxies.compute`) - and scores it with
+:func:`nasbench_bert.scoring.score` beside:
+
+* the trivial spec baselines (:mod:`.baselines`, kind ``"baseline"``);
+* every registered analytic score of group ``"published"`` (kind ``"published"``);
+* on request, other registered proxies computed the same way (``compare``, kind
+  ``"compare"``).
+
+Targets: FlexiBERT - the GLUE average and each GLUE task, over the benchmark ids asked
+for (default all 500); NAS-Bench-NLP - the PTB test loss of the runs whose recipe is
+public (275 of the 8,794 PTB runs; 215 distinct recipes), the only ones a model can be
+built for.
+
+Identical models are computed once: within a semantics, FlexiBERT archs whose model is
+the same (:func:`nasbench_bert.hardware.model_key` of the semantics' plan: 301 distinct
+models among the 500 ids under ``as_trained``, 457 under ``authors``, 491 under
+``as_specified``) share one computation, and NAS-Bench-NLP runs of one recipe share
+theirs. A NAS-Bench-NLP model does not depend on the semantics (only the protocol of
+the built-in proxies does), so a plain ``(model, batch)`` callable is computed there
+once for every semantics.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import pandas as pd
+
+from ..checks import check_bool, check_int, check_names, check_seed
+from ..data.tables import GLUE_TASKS
+from ..errors import InvalidArgumentError
+from ..executors import check_executor
+from ..semantics import SEMANTICS, Semantics, get_semantics
+from . import registry
+from .baselines import analytic_values, trivial_names
+from .callables import ProxyReturnError, register_callable
+from .inputs import BatchSpec
+
+#: the benchmarks :func:`evaluate` can rank on
+BENCHMARKS: tuple[str, ...] = ("flexibert", "nlp")
+#: row kinds, in table order
+KINDS: tuple[str, ...] = ("candidate", "compare", "published", "baseline")
+#: each benchmark's headline target (its other targets follow it)
+HEADLINE = {"flexibert": "glue", "nlp": "test_loss"}
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What :func:`evaluate` found.
+
+    ``rows``: one row per benchmark x semantics x target x score, with ``kind``
+    (``candidate``, ``compare``, ``published``, ``baseline``) and every column of
+    :func:`nasbench_bert.scoring.score` (τ-b, tie-broken τ, ρ, 10 %-PW τ, within-cell
+    τ, partial τ, top-10 %, each with its bootstrap interval). ``values``: the
+    per-arch values of every score (``shared``: the row reused the computation of an
+    identical model). ``notes``: what a reader must know (which runs, failures,
+    sharing)."""
+
+    proxy: str
+    rows: pd.DataFrame
+    values: pd.DataFrame
+    notes: tuple[str, ...]
+    seconds: float
+    #: models computed in this call (not read from the cache), and rows that reused one
+    computed: int
+    cached: int
+    shared: int
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The leaderboard rows (a copy)."""
+        return self.rows.copy()
+
+    def candidate(self) -> pd.DataFrame:
+        """The proxy's own rows."""
+        return self.rows[self.rows.kind == "candidate"].reset_index(drop=True)
+
+    def to_markdown(self, digits: int = 3) -> str:
+        """One table per benchmark and semantics on the headline target (GLUE average,
+        PTB test loss), every score beside the proxy, then the proxy's per-task τ."""
+        from ..scoring import to_markdown
+
+        out = [f"## Evaluation of `{self.proxy}`\n"]
+        for (bm, sem), block in self.rows.groupby(["benchmark", "semantics"], sort=False):
+            head = block[block.target == HEADLINE[bm]].copy()
+            head["proxy"] = [_label(p, k) for p, k in zip(head.proxy, head.kind)]
+            head = head.sort_values("kendall_tau", ascending=False, na_position="last")
+            n = int(block.loc[block.kind == "candidate", "n"].max()) if (block.kind == "candidate").any() else 0
+            what = "GLUE average" if bm == "flexibert" else "PTB test loss (runs with a public recipe)"
+            out.append(f"### {bm}, semantics `{sem}`: {what}, n = {n}\n\n" + to_markdown(head, digits))
+            cand = block[(block.kind == "candidate") & (block.target != HEADLINE[bm])]
+            if len(cand):
+                t = cand[["target", "n", "kendall_tau", "tau_ci_low", "tau_ci_high", "tau_tiebroken",
+                          "tau_tiebroken_ci_low", "tau_tiebroken_ci_high", "tau_within_cell"]].copy()
+                t.insert(0, "proxy", [self.proxy] * len(t))
+                out.append(f"Per task ({bm}, `{sem}`):\n\n" + to_markdown(t, digits))
+        if self.notes:
+            out.append("Notes:\n\n" + "".join(f"* {n}\n" for n in self.notes))
+        return "\n".join(out)
+
+
+def _label(name: str, kind: str) -> str:
+    return f"**{name}**" if kind == "candidate" else name if kind == "compare" else f"{name} ({kind})"
+
+
+# -- argument checks -------------------------------------------------------------------------
+def _semantics_list(semantics: Any) -> list[Semantics]:
+    if semantics == "all":
+        return list(SEMANTICS.values())
+    vals = [semantics] if isinstance(semantics, (str, Semantics)) else semantics
+    if isinstance(vals, (dict, bytes)) or not isinstance(vals, Iterable):
+        raise InvalidArgumentError(f"semantics = {semantics!r} is not allowed; allowed: 'all', a name of {list(SEMANTICS)} "
+                                   "or a list of them")
+    out: list[Semantics] = []
+    for v in vals:
+        s = get_semantics(v)
+        if s not in out:
+            out.append(s)
+    if not out:
+        raise InvalidArgumentError(f"semantics = {semantics!r} is not allowed; allowed: at least one of {list(SEMANTICS)}")
+    return out
+
+
+def _positions(name: str, value: Any, n: int) -> list[int] | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes, dict)) or not isinstance(value, Iterable):
+        raise InvalidArgumentError(f"{name} = {value!r} is not allowed; allowed: None (all) or a list of integers in 0-{n - 1}")
+    out = [check_int(name, v, low=0, high=n - 1) for v in value]
+    if not out:
+        raise InvalidArgumentError(f"{name} = [] is not allowed; allowed: None (all) or a non-empty list of integers in 0-{n - 1}")
+    return list(dict.fromkeys(int(v) for v in out if v is not None))
+
+
+def _resolve_proxy(proxy: Any, higher_is_better: bool) -> tuple[str, bool]:
+    """(registered name, whether it is a callable registered by this call)."""
+    if callable(proxy) and not isinstance(proxy, str):
+        return register_callable(proxy, higher_is_better=higher_is_better), True
+    if not isinstance(proxy, str) or not proxy:
+        raise InvalidArgumentError(f"proxy = {proxy!r} is not allowed; allowed: a registered proxy name, 'module:function' "
+                                   "or a callable (model, batch) -> float")
+    if any(proxy in registry.REGISTRY[s] for s in BENCHMARKS):
+        return proxy, False
+    if ":" in proxy:
+        return register_callable(proxy, higher_is_better=higher_is_better), True
+    known = sorted({n for s in BENCHMARKS for n in registry.REGISTRY[s]})
+    raise InvalidArgumentError(f"proxy = {proxy!r} is not allowed; allowed: a registered proxy ({known}), "
+                               "'module:function' or a callable (model, batch) -> float")
+
+
+def _batches(batch: Any, benchmarks: Sequence[str]) -> dict[str, BatchSpec]:
+    from .sweep import default_batch
+
+    if batch is None:
+        return {b: default_batch(b) for b in benchmarks}
+    if isinstance(batch, BatchSpec):
+        if len(benchmarks) != 1 or batch.space != benchmarks[0]:
+            raise InvalidArgumentError(f"batch = {batch!r} is for {batch.space!r}; with benchmarks {list(benchmarks)} pass a "
+                                       "dict {benchmark: BatchSpec or fields}")
+        return {benchmarks[0]: batch}
+    if not isinstance(batch, dict):
+        raise InvalidArgumentError(f"batch = {batch!r} is not allowed; allowed: None, a dict of BatchSpec fields, or "
+                                   f"{{benchmark: BatchSpec or fields}} for {list(BENCHMARKS)}")
+    if batch and set(batch) <= set(BENCHMARKS):
+        out = {}
+        for b in benchmarks:
+            v = batch.get(b)
+            out[b] = v if isinstance(v, BatchSpec) else default_batch(b, **(v or {}))
+            if out[b].space != b:
+                raise InvalidArgumentError(f"batch[{b!r}].space = {out[b].space!r} does not match {b!r}")
+        return out
+    return {b: default_batch(b, **batch) for b in benchmarks}
+
+
+# -- the sweep with identical models computed once ---------------------------------------------
+@dataclass
+class _Items:
+    """The rows of one benchmark: identifying columns, model keys, targets."""
+
+    ident: pd.DataFrame       # id + arch (FlexiBERT) or log_name + recipe_hash (NLP)
+    keys: list[Any]           # Arch or Recipe per row
+    compute_items: list[Any]  # what proxies.compute takes for each row
+
+
+def _flexibert_items(bench: Any, ids: list[int] | None) -> _Items:
+    from ..spaces.flexibert import Arch
+
+    flex = bench.to_pandas()
+    ids = list(range(len(flex))) if ids is None else ids
+    by_id = dict(zip(flex.id.astype(int), flex.arch))
+    archs = [Arch.coerce(by_id[i]) for i in ids]
+    return _Items(pd.DataFrame({"id": ids, "arch": [str(a) for a in archs]}), archs, list(ids))
+
+
+def nlp_runs(bench: Any) -> pd.DataFrame:
+    """The PTB runs whose recipe is public (log_name, recipe, recipe_hash), in table order:
+    the NAS-Bench-NLP rows :func:`evaluate` ranks (``nlp_ids`` are positions here)."""
+    p = bench.nlp.ptb
+    return p.loc[p.recipe.notna(), ["log_name", "recipe", "recipe_hash"]].reset_index(drop=True)
+
+
+def _nlp_items(bench: Any, pos: list[int] | None) -> _Items:
+    from ..spaces.nlp import parse_recipe
+
+    runs = nlp_runs(bench)
+    if pos is not None:
+        runs = runs.iloc[pos].reset_index(drop=True)
+    recipes = [parse_recipe(r) for r in runs.recipe]
+    return _Items(runs[["log_name", "recipe_hash"]].copy(), recipes, [(ln, r) for ln, r in zip(runs.log_name, recipes)])
+
+
+def _group_keys(space: str, items: _Items, sem: Semantics, dedupe: bool) -> list[str]:
+    """The identity of each row's model: rows with equal identities are computed once."""
+    if space == "flexibert":
+        if not dedupe:
+            return [f"row{i}" for i in range(len(items.keys))]
+        from ..hardware import model_key
+
+        return [model_key(sem.plan(a)) for a in items.keys]
+    return list(items.ident.recipe_hash) if dedupe else list(items.ident.log_name)
+
+
+def _sweep(space: str, items: _Items, names: list[str], sem: Semantics, *, dedupe: bool, spec: BatchSpec, seed: int,
+           dtype: str, bench: Any, cache: Path | None, jobs: int, executor: str, ray_address: str | None,
+           progress: bool) -> pd.DataFrame:
+    """Values of the model-based proxies ``names`` for every row, computing one
+    representative per identical model; columns: the proxies, ``<proxy>__error``,
+    ``model_key``, ``shared``, ``cached``, ``error``."""
+    from .sweep import compute
+
+    groups = _group_keys(space, items, sem, dedupe)
+    first: dict[str, int] = {}
+    for i, g in enumerate(groups):
+        first.setdefault(g, i)
+    reps = list(first.values())
+    label = f"{space} {sem.key}: {len(reps)} models for {len(groups)} rows" if progress else None
+    df = compute([items.compute_items[i] for i in reps], names, semantics=sem, seed=seed, dtype=dtype, batch=spec,
+                 space=space, bench=bench, cache=cache, jobs=jobs, executor=executor, ray_address=ray_address,
+                 progress=False if label is None else True) if reps else pd.DataFrame()
+    if label is not None and not df.empty:
+        print(f"{label}: {int((~df.cached.astype(bool)).sum())} computed, {int(df.cached.astype(bool).sum())} from the cache",
+              file=sys.stderr, flush=True)
+    cols = [c for c in df.columns if c in names or (c.endswith("__error") and c[:-7] in names)] + ["error", "cached"]
+    rep_rows = {g: df.iloc[k] for k, g in enumerate(first)}
+    out = []
+    for i, g in enumerate(groups):
+        r = rep_rows[g]
+        row = {c: r.get(c) for c in cols}
+        row.update(model_key=g, shared=first[g] != i)
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def _probe(space: str, key: Any, name: str, spec: BatchSpec, sem: Semantics, seed: int, dtype: str) -> None:
+    """Run a callable proxy on one model before the sweep: a broken function (wrong
+    signature, a non-number returned) fails here, in seconds, naming the arch."""
+    from .engine import run_one
+    from .inputs import make_batch
+
+    row = run_one(space, key, registry.get(space, [name]), spec, make_batch(spec), sem, seed, dtype)
+    err = row.get(f"{name}__error")
+    if err:
+        raise InvalidArgumentError(err.split(": ", 1)[1] if err.startswith(ProxyReturnError.__name__) else
+                                   f"proxy {name!r} failed on {space} arch {key} (semantics {sem.key}): {err}")
+
+
+# -- the entry point -------------------------------------------------------------------------
+def evaluate(
+    proxy: str | Callable[[Any, Any], float],
+    *,
+    semantics: Any = "as_trained",
+    benchmarks: str | Sequence[str] | None = None,
+    compare: Iterable[str] = (),
+    ids: Iterable[int] | None = None,
+    nlp_ids: Iterable[int] | None = None,
+    tasks: bool = True,
+    higher_is_better: bool = True,
+    dedupe: bool = True,
+    cache: str | os.PathLike[str] | None = None,
+    jobs: int = 1,
+    executor: str = "local",
+    ray_address: str | None = None,
+    progress: bool = True,
+    batch: Any = None,
+    seed: int = 0,
+    dtype: str = "float32",
+    bootstrap: int = 200,
+    bench: Any = None,
+) -> Evaluation:
+    """Rank ``proxy`` on the benchmarks beside the trivial baselines and the published
+    analytic scores, with every metric of :mod:`nasbench_bert.scoring`.
+
+    ``proxy``: a registered name, ``"module:function"`` (or ``"path/file.py:function"``),
+    or a callable ``(model, batch) -> float`` (registered as ``module:qualname``; see
+    :mod:`.callables` for what ``model`` and ``batch`` are in each space;
+    ``higher_is_better`` is its declared orientation, fixed before looking at results).
+    ``semantics``: a name, a list, or ``"all"`` (default ``"as_trained"``, the model
+    behind the GLUE scores). ``benchmarks``: ``"flexibert"``, ``"nlp"`` or both; default
+    both for a callable, else those the name is registered for. ``compare``: other
+    registered proxies computed the same way. ``ids``: FlexiBERT benchmark ids (default
+    all 500); ``nlp_ids``: positions among the PTB runs with a public recipe
+    (:func:`nlp_runs`, default all 275). ``tasks``: FlexiBERT rows for each GLUE task as
+    well as the average.
+
+    ``dedupe``: compute identical models once (see the module docstring; ``False``
+    computes every row, for checks). ``cache``: a folder; finished models are written
+    one part each, atomically, and a later call (after a kill too) reuses them.
+    ``jobs``/``executor``/``ray_address``: as :func:`nasbench_bert.proxies.compute`.
+    ``progress``: progress on stderr (a bar on a terminal, plain lines otherwise).
+    ``batch``: BatchSpec fields for every benchmark, or ``{benchmark: fields or
+    BatchSpec}``. ``bootstrap``/``seed``: the intervals' resamples and the proxy seed.
+    """
+    t0 = time.perf_counter()
+    from . import builtin as _builtin  # noqa: F401  (every registered proxy, the published analytic ones included)
+
+    sems = _semantics_list(semantics)
+    for name, v in (("tasks", tasks), ("higher_is_better", higher_is_better), ("dedupe", dedupe), ("progress", progress)):
+        check_bool(name, v)
+    jobs = int(check_int("jobs", jobs, low=1, high=1024))  # type: ignore[arg-type]
+    executor = check_executor(executor, ray_address)
+    seed = int(check_seed("seed", seed, none=False))  # type: ignore[arg-type]
+    bootstrap = int(check_int("bootstrap", bootstrap, low=0, high=100_000))  # type: ignore[arg-type]
+    if dtype not in ("float32", "float64"):
+        raise InvalidArgumentError(f"dtype = {dtype!r} is not allowed; allowed values: ['float32', 'float64']")
+    compare = check_names("compare", compare)
+    cache_dir = None
+    if cache is not None:
+        if not isinstance(cache, (str, os.PathLike)):
+            raise InvalidArgumentError(f"cache = {cache!r} is not allowed; allowed: a folder path or None")
+        cache_dir = Path(cache)
+        if cache_dir.exists() and not cache_dir.is_dir():
+            raise InvalidArgumentError(f"cache = {str(cache)!r} is a file; allowed: a folder (created if missing)")
+    # a callable stays registered in this process: its workers and a rerun find it by name
+    name, callable_proxy = _resolve_proxy(proxy, higher_is_better)
+    if benchmarks is None:
+        bms = [b for b in BENCHMARKS if name in registry.REGISTRY[b]]
+    else:
+        bms = list(dict.fromkeys(check_names("benchmarks", benchmarks)))
+        for b in bms:
+            if b not in BENCHMARKS:
+                raise InvalidArgumentError(f"benchmarks = {benchmarks!r} is not allowed; allowed values: {list(BENCHMARKS)}")
+            if name not in registry.REGISTRY[b]:
+                raise InvalidArgumentError(f"proxy {name!r} is not registered for {b!r}; allowed benchmarks for it: "
+                                           f"{[s for s in BENCHMARKS if name in registry.REGISTRY[s]]}")
+        if not bms:
+            raise InvalidArgumentError(f"benchmarks = {benchmarks!r} is not allowed; allowed: one or both of {list(BENCHMARKS)}")
+    for c in compare:
+        if not any(c in registry.REGISTRY[b] for b in bms):
+            raise InvalidArgumentError(f"compare = {compare!r}: {c!r} is not registered for {bms}; allowed values: "
+                                       f"{sorted({n for b in bms for n in registry.REGISTRY[b]})}")
+    if bench is None:
+        from ..benchmark import Benchmark
+
+        bench = Benchmark.load(progress=False)
+    id_list = _positions("ids", ids, len(bench)) if "flexibert" in bms else None
+    if ids is not None and "flexibert" not in bms:
+        raise InvalidArgumentError("ids selects FlexiBERT archs; benchmarks has no 'flexibert'")
+    nlp_pos = _positions("nlp_ids", nlp_ids, len(nlp_runs(bench))) if "nlp" in bms else None
+    if nlp_ids is not None and "nlp" not in bms:
+        raise InvalidArgumentError("nlp_ids selects NAS-Bench-NLP runs; benchmarks has no 'nlp'")
+    specs = _batches(batch, bms)
+    return _evaluate(name, bms, sems, compare, id_list, nlp_pos, tasks, dedupe, cache_dir, jobs, executor, ray_address,
+                     progress, specs, seed, dtype, bootstrap, bench, t0, callable_proxy)
+
+
+def _evaluate(name: str, bms: list[str], sems: list[Semantics], compare: list[str], id_list: list[int] | None,
+              nlp_pos: list[int] | None, tasks: bool, dedupe: bool, cache_dir: Path | None, jobs: int, executor: str,
+              ray_address: str | None, progress: bool, specs: dict[str, BatchSpec], seed: int, dtype: str,
+              bootstrap: int, bench: Any, t0: float, callable_proxy: bool) -> Evaluation:
+    from ..scoring import score
+
+    notes: list[str] = []
+    rows, values = [], []
+    computed = cached = shared = 0
+    for bm in bms:
+        reg = registry.REGISTRY[bm]
+        items = _flexibert_items(bench, id_list) if bm == "flexibert" else _nlp_items(bench, nlp_pos)
+        comp = [c for c in compare if c in reg and c != name]
+        skipped = [c for c in compare if c not in reg]
+        if skipped:
+            notes.append(f"{bm}: {skipped} not registered there, not compared")
+        published = [p.name for p in reg.values() if "published" in p.group and p.analytic and p.name not in (name, *comp)]
+        base = [b for b in trivial_names(bm) if b not in (name, *comp, *published)]
+        modelled = [n for n in [name, *comp] if not reg[n].analytic]
+        analytic = [n for n in [name, *comp] if reg[n].analytic] + published + base
+        if bm == "nlp":
+            notes.append(f"nlp: {len(items.keys)} PTB runs with a public recipe ({items.ident.recipe_hash.nunique()} distinct "
+                         "recipes) against their PTB test loss; the other PTB runs have no recipe to build a model from")
+        semantics_free = bm == "nlp" and bool(modelled) and all(reg[n].model_only for n in modelled)
+        if callable_proxy and name in modelled and items.keys:
+            _probe(bm, items.keys[0], name, specs[bm], sems[0], seed, dtype)
+        swept: pd.DataFrame | None = None
+        for k, sem in enumerate(sems):
+            if modelled and (swept is None or not semantics_free):
+                swept = _sweep(bm, items, modelled, sem, dedupe=dedupe, spec=specs[bm], seed=seed, dtype=dtype, bench=bench,
+                               cache=None if cache_dir is None else cache_dir / bm, jobs=jobs, executor=executor,
+                               ray_address=ray_address, progress=progress)
+                reps = swept[~swept.shared.astype(bool)]
+                computed += int((~reps.cached.astype(bool)).sum())
+                cached += int(reps.cached.astype(bool).sum())
+                shared += int(swept.shared.astype(bool).sum())
+                _raise_on_bad_returns(swept, name, bm, sem)
+            elif modelled and k == 1:
+                notes.append(f"nlp: the language model does not depend on the semantics, so `{name}` was computed once "
+                             f"(under {sems[0].key}) for every semantics")
+            frame = items.ident.copy()
+            frame["semantics"] = sem.key
+            if swept is not None:
+                for c in ["model_key", "shared", "cached", *modelled]:
+                    frame[c] = swept[c].to_numpy()
+                for n in modelled:
+                    err = swept.get(f"{n}__error")
+                    frame[f"{n}__error"] = err.to_numpy() if err is not None else None
+                    bad = int(pd.notna(frame[f"{n}__error"]).sum()) if err is not None else 0
+                    if bad:
+                        first = frame.loc[pd.notna(frame[f"{n}__error"]), f"{n}__error"].iloc[0]
+                        notes.append(f"{bm} {sem.key}: `{n}` failed on {bad} of {len(frame)} rows (NaN there); first: {first}")
+            for col, vals in analytic_values(bm, items.keys, analytic, sem).items():
+                frame[col] = vals
+            target = ["glue", *GLUE_TASKS] if bm == "flexibert" and tasks else HEADLINE[bm]
+            scored = score(frame, target, proxies=[name, *comp, *published, *base], space=bm,
+                           control="num_params_as_trained" if bm == "flexibert" else "num_params",
+                           bootstrap=bootstrap, seed=seed, bench=bench)
+            kind = {name: "candidate", **{c: "compare" for c in comp}, **{p: "published" for p in published},
+                    **{b: "baseline" for b in base}}
+            scored.insert(0, "kind", scored.proxy.map(kind))
+            scored.insert(0, "semantics", sem.key)
+            scored.insert(0, "benchmark", bm)
+            rows.append(scored)
+            frame.insert(0, "benchmark", bm)
+            values.append(frame)
+    if shared:
+        notes.append(f"{shared} rows reused the computation of an identical model (same plan under the same semantics; "
+                     "NAS-Bench-NLP: the same recipe)")
+    out = pd.concat(rows, ignore_index=True)
+    kinds = {k: i for i, k in enumerate(KINDS)}
+    targets = {t: i for i, t in enumerate(["glue", *GLUE_TASKS, "test_loss"])}
+    out["_b"], out["_s"] = out.benchmark.map({b: i for i, b in enumerate(bms)}), out.semantics.map({s.key: i for i, s in enumerate(sems)})
+    out["_t"], out["_k"] = out.target.map(targets), out.kind.map(kinds)
+    out = out.sort_values(["_b", "_s", "_t", "_k"], kind="stable").drop(columns=["_b", "_s", "_t", "_k"]).reset_index(drop=True)
+    return Evaluation(name, out, pd.concat(values, ignore_index=True), tuple(notes), time.perf_counter() - t0,
+                      computed, cached, shared)
+
+
+def _raise_on_bad_returns(swept: pd.DataFrame, name: str, space: str, sem: Semantics) -> None:
+    col = f"{name}__error"
+    if col not in swept:
+        return
+    bad = [e for e in swept[col] if isinstance(e, str) and e.startswith(ProxyReturnError.__name__ + ":")]
+    if bad:
+        raise InvalidArgumentError(f"{bad[0].split(': ', 1)[1]} ({space}, semantics {sem.key}; {len(bad)} model(s) so)")
+
+
+__all__ = ["Evaluation", "evaluate", "nlp_runs", "BENCHMARKS", "KINDS"]

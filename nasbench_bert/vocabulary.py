@@ -1,0 +1,84 @@
+"""The package's typed vocabulary: the closed sets that travel between modules, and what a
+benchmark must offer to the code above it.
+
+Why one module: these names cross many files (a space, an executor, a dtype, an oracle
+kind, a dataset). Spelled as ``Literal`` types here, a type checker sees a misspelt one
+at the call site, and each has one tuple of allowed values that the validators in
+:mod:`nasbench_bert.checks` quote in their messages - so no module keeps a private copy.
+
+:class:`BenchmarkLike` is the seam between the lookup layer and everything above it
+(search, proxies, scoring, integrations, surrogate): those modules type their ``bench``
+argument with it instead of importing :class:`~nasbench_bert.Benchmark` (which would run
+imports upward), and :func:`~nasbench_bert.checks.check_bench` refuses anything that is
+not one with a message naming the argument.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterator, Literal, Protocol, get_args
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: the two search spaces
+SpaceName = Literal["flexibert", "nlp"]
+#: where sweeps run: this process (or worker processes), or Ray tasks
+Executor = Literal["local", "ray"]
+#: the precisions a proxy pass or a model can run in
+Dtype = Literal["float32", "float64"]
+#: what answers a search's questions (:mod:`nasbench_bert.search.oracle`)
+OracleKind = Literal["tabular", "surrogate", "regenerated", "noisy_surrogate"]
+#: NAS-Bench-NLP's two datasets
+Dataset = Literal["ptb", "wikitext2"]
+
+SPACES: tuple[str, ...] = get_args(SpaceName)
+EXECUTORS: tuple[str, ...] = get_args(Executor)
+DTYPES: tuple[str, ...] = get_args(Dtype)
+ORACLE_KINDS: tuple[str, ...] = get_args(OracleKind)
+DATASETS: tuple[str, ...] = get_args(Dataset)
+
+
+class NLPBenchmarkLike(Protocol):
+    """What NAS-Bench-NLP's lookup offers (:class:`~nasbench_bert.NLPBenchmark`)."""
+
+    @property
+    def ptb(self) -> "pd.DataFrame": ...
+
+    @property
+    def wikitext2(self) -> "pd.DataFrame": ...
+
+    def query(self, key: Any, dataset: str = "ptb", *, charge: bool = True) -> Any: ...
+
+
+class BenchmarkLike(Protocol):
+    """What the code above the lookup layer may use of a benchmark
+    (:class:`~nasbench_bert.Benchmark` is the one implementation)."""
+
+    data: Any
+    budget: Any
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def query(self, arch: Any, *, charge: bool = True) -> Any: ...
+
+    def query_all(self, arch: Any) -> list[Any]: ...
+
+    def to_pandas(self) -> "pd.DataFrame": ...
+
+    @property
+    def archs(self) -> list[Any]: ...
+
+    @property
+    def nlp(self) -> NLPBenchmarkLike: ...
+
+    def surrogate(self, family: str | None = None) -> Any: ...
+
+    def regenerated(self) -> dict[Any, list[Any]]: ...
+
+
+#: the members :func:`~nasbench_bert.checks.check_bench` looks for (on the class, so a
+#: lazy property such as ``nlp`` is not evaluated by the check)
+BENCHMARK_MEMBERS: tuple[str, ...] = ("query", "query_all", "to_pandas", "archs", "nlp")
+NLP_BENCHMARK_MEMBERS: tuple[str, ...] = ("query", "ptb", "wikitext2")

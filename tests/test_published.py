@@ -1,0 +1,224 @@
+"""The published proxies' parts that can be checked without their authors' code (that
+comparison is in tests/reference/test_published_proxies.py): closed forms against direct
+counts and exact log-determinants, invariances, protocols, errors, and the page."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nasbench_bert import Arch
+from nasbench_bert.errors import InvalidArgumentError
+from nasbench_bert.proxies.nsc import (
+    ZEROLM_ALPHA, LayerMatrices, choose_alpha, nsc_total, paper_matrices, plan_matrices, psi_mp, zerolm_matrix,
+    zerolm_parts,
+)
+from nasbench_bert.semantics import SEMANTICS
+
+ROOT = Path(__file__).resolve().parent.parent
+ARCHS = ["256/SA-WMA-h4-1024x3/LT-DCT-h2-512x3/SA-SDP-h4-512x3/SA-SDP-h4-1024x1",
+         "128/DSC-9-h2-512x1/LT-DFT-h4-1024x3", "128/DSC-5-h4-1024x3/SA-SDP-h2-512x1/LT-DCT-h4-512x1/DSC-9-h2-1024x3"]
+
+
+@pytest.mark.parametrize("m,n", [(1024, 256), (256, 256), (768, 256), (128, 512)])
+def test_psi_mp_is_the_log_det_of_a_large_xavier_matrix(m, n):
+    """The Marchenko-Pastur closed form against ln det(I + W^T W) of one drawn matrix
+    with i.i.d. N(0, 2 / (m + n)) entries: the law's limit, within 0.5 %."""
+    rng = np.random.default_rng(0)
+    w = rng.normal(0.0, math.sqrt(2.0 / (m + n)), (m, n))
+    exact = float(np.linalg.slogdet(np.eye(n) + w.T @ w)[1])
+    assert psi_mp(m, n) == pytest.approx(exact, rel=5e-3)
+    assert psi_mp(m, n) == psi_mp(n, m)  # symmetric in the shape
+
+
+def test_zerolm_term_is_the_expected_frobenius_norm():
+    rng = np.random.default_rng(1)
+    m, n = 512, 128
+    draws = [float((rng.normal(0, math.sqrt(2 / (m + n)), (m, n)) ** 2).sum()) / min(m, n) for _ in range(20)]
+    assert zerolm_matrix(m, n) == pytest.approx(np.mean(draws), rel=5e-3)  # 4 standard errors
+    assert zerolm_matrix(m, n) == pytest.approx(2 * max(m, n) / (m + n))
+
+
+def test_paper_matrices_are_the_nsc_construction_counted_by_hand():
+    a = Arch.coerce(ARCHS[0])  # H 256: SA(3H x H, H x H), LT(2 x H x H), SA, SA; FF split F / n per branch
+    mats = paper_matrices(a)
+    H = 256
+    assert mats[0].attn == ((3 * H, H), (H, H)) and mats[1].attn == ((H, H), (H, H))
+    assert mats[0].ffn == ((341, H), (H, 341)) * 3  # 1024 // 3
+    assert mats[3].ffn == ((1024, H), (H, 1024))
+    per_head = paper_matrices(a, per_head_qkv=True)
+    assert per_head[0].attn == ((H, 64),) * 12 + ((H, H),)  # 4 heads x (Q, K, V) of H x H/4
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("sem", list(SEMANTICS))
+def test_plan_matrices_are_the_models_weight_matrices(sem):
+    """Every matrix the semantics' closed forms sum over is a weight of the built model:
+    the element counts of its Linear weights and DSC pointwise convs, layer by layer."""
+    pytest.importorskip("torch")
+    from torch import nn
+
+    from nasbench_bert.models import build_flexibert
+
+    for s in ARCHS:
+        a = Arch.coerce(s)
+        model = build_flexibert(a, sem, seed=0)
+        for lm, layer in zip(plan_matrices(SEMANTICS[sem].plan(a)), model.layers):
+            want = sorted(m * n for m, n in lm.attn + lm.ffn)
+            got = sorted([mod.weight.numel() for mod in layer.modules() if isinstance(mod, nn.Linear)]
+                         + [mod.weight.numel() for mod in layer.modules()
+                            if isinstance(mod, nn.Conv1d) and mod.groups == 1])
+            assert got == want, (sem, s)
+
+
+def test_nsc_is_invariant_to_layer_order_exactly():
+    a = Arch.coerce(ARCHS[2])
+    b = Arch(a.hidden_size, tuple(reversed(a.layers)))
+    assert nsc_total(paper_matrices(a)) == nsc_total(paper_matrices(b))  # a tie, not a 1e-13 difference
+    assert zerolm_parts(paper_matrices(a, per_head_qkv=True)) == zerolm_parts(paper_matrices(b, per_head_qkv=True))
+    # and grows with every matrix added
+    more = [*paper_matrices(a), LayerMatrices(((256, 256),), ())]
+    assert nsc_total(more) > nsc_total(paper_matrices(a))
+
+
+def test_closed_form_errors_name_the_field():
+    with pytest.raises(InvalidArgumentError, match="m = -1"):
+        psi_mp(-1, 3)
+    with pytest.raises(InvalidArgumentError, match="variance"):
+        psi_mp(4, 3, -1.0)
+    assert psi_mp(0, 7) == 0.0
+    with pytest.raises(InvalidArgumentError, match="equal length"):
+        choose_alpha([1, 2, 3], [1, 2], [1, 2, 3])
+    with pytest.raises(InvalidArgumentError, match="grid"):
+        choose_alpha([1, 2, 3], [1, 2, 3], [1, 2, 3], grid=())
+
+
+def test_nsc_reproduces_the_paper_and_zerolm_alpha_is_chosen_on_the_first_half(bench):
+    """NSC's 0.695 (scipy tau-b against GLUE, 500 archs), and the registered ZeroLM alpha
+    is what the NSC authors' rule picks on ids 0-249 alone."""
+    from scipy.stats import kendalltau
+
+    from nasbench_bert import proxies
+
+    df = proxies.compute(range(500), ["nsc", "zerolm"], semantics="as_trained", bench=bench)
+    flex = bench.to_pandas().set_index("id")
+    glue = flex.loc[df["id"], "glue"].to_numpy()
+    assert round(float(kendalltau(df["nsc"], glue)[0]), 3) == 0.695
+    parts = [zerolm_parts(paper_matrices(a, per_head_qkv=True)) for a in flex.loc[range(250), "arch"]]
+    alpha = choose_alpha([p[0] for p in parts], [p[1] for p in parts], flex.loc[range(250), "glue"])
+    assert alpha == ZEROLM_ALPHA
+    a0 = Arch.coerce(flex.loc[0, "arch"])
+    za, zf = zerolm_parts(paper_matrices(a0, per_head_qkv=True))
+    assert df.loc[df["id"] == 0, "zerolm"].item() == pytest.approx(zf + ZEROLM_ALPHA * za, rel=1e-15)
+
+
+def test_published_group_and_spec_scores_build_no_model(monkeypatch):
+    from nasbench_bert import proxies
+    from nasbench_bert.proxies import engine
+
+    names = {p.name for p in proxies.get("flexibert", "published")}
+    assert {"nsc", "nsc_model", "zerolm", "zerolm_model", "w_pca_first", "lpzero", "swap"} <= names
+    monkeypatch.setattr(engine, "capture_flexibert", lambda *a, **k: (_ for _ in ()).throw(AssertionError("built")))
+    df = proxies.compute([ARCHS[1]], ["nsc", "zerolm_model"], semantics="authors")
+    assert df["error"].isna().all() and (df["nsc"] > 0).all()
+
+
+# -- protocols -------------------------------------------------------------------------------------
+@pytest.mark.torch
+def test_protocol_sets_semantics_batch_and_seed():
+    torch = pytest.importorskip("torch")
+    from nasbench_bert import proxies
+    from nasbench_bert.proxies.inputs import BatchSpec, make_batch
+    from nasbench_bert.proxies.protocols import NSC_EVAL, PROTOCOLS, W_PCA_NSC, get_protocol
+
+    # the NSC authors' W-PCA batch: torch.manual_seed(0); torch.randint(0, vocab, (4, 64))
+    torch.manual_seed(0)
+    assert torch.equal(make_batch(W_PCA_NSC.batch).input_ids, torch.randint(0, 30522, (4, 64)))
+    # their construction: own H, layer 0's F in every layer's stack
+    plan = NSC_EVAL.plan(ARCHS[2])
+    assert plan.hidden == 128 and [lp.ff_widths for lp in plan.layers] == [(1024,) * 3, (1024,), (1024,), (1024,) * 3]
+    df = proxies.compute([ARCHS[1]], ["w_pca_first", "num_params"], protocol="w_pca_nsc")
+    r = df.iloc[0]
+    assert r.semantics.startswith("nsc_eval~") and r.seed == 42 and r.batch == W_PCA_NSC.batch.key
+    same = proxies.compute([ARCHS[1]], ["w_pca_first"], semantics=NSC_EVAL, batch=W_PCA_NSC.batch, seed=42)
+    assert same.iloc[0].w_pca_first == r.w_pca_first
+    with pytest.raises(InvalidArgumentError, match="protocol"):
+        proxies.compute([ARCHS[1]], ["w_pca_first"], protocol=W_PCA_NSC, semantics="authors")
+    with pytest.raises(InvalidArgumentError, match="allowed values"):
+        get_protocol("nope")
+    small = PROTOCOLS["swap"].with_batch(batch_size=4, seq_len=16, source="random")
+    assert small.batch == BatchSpec(source="random", batch_size=4, seq_len=16) and small.semantics.name == "authors"
+    with pytest.raises(InvalidArgumentError, match="not allowed"):
+        PROTOCOLS["swap"].with_batch(colour="red")
+
+
+# -- model-based proxies, by hand ---------------------------------------------------------------------
+@pytest.mark.torch
+def test_swap_counts_distinct_sign_patterns():
+    torch = pytest.importorskip("torch")
+    from nasbench_bert.proxies.swap import count_patterns
+
+    g = torch.Generator().manual_seed(0)
+    for b in (3, 16, 45, 90):  # one and several packed columns
+        a = torch.randn(b, 400, generator=g)
+        a[:, 100:200] = a[:, :100]            # 100 duplicated patterns
+        a[:, 200:210] = 0.0                    # one all-zero pattern
+        want = len({tuple(torch.sign(a[:, j]).tolist()) for j in range(a.shape[1])})
+        assert count_patterns(a) == want
+
+
+@pytest.mark.torch
+def test_swap_and_lpzero_and_w_pca_first_by_hand():
+    """On an eval-mode model (the second LPZero pass equals the first): LPZero is the mean
+    of the first sum(num_ff) entries of twice the per-layer mean(q^2); SWAP the distinct
+    patterns of all activation calls; W-PCA the parameter count times the first FF
+    Linear's PCA dimension."""
+    torch = pytest.importorskip("torch")
+    from nasbench_bert.proxies import engine, make_batch
+    from nasbench_bert.proxies.inputs import BatchSpec
+    from nasbench_bert.proxies.published import ff_preactivations, pca_dim
+    from nasbench_bert.proxies.registry import get
+    from nasbench_bert.proxies.swap import count_patterns
+
+    a = Arch.coerce("128/SA-SDP-h2-512x1/LT-DCT-h4-1024x1/DSC-5-h2-512x3/SA-WMA-h4-512x1")  # sum num_ff = 6 < 2L
+    batch = make_batch(BatchSpec(batch_size=4, seq_len=16))
+    plist = get("flexibert", ["lpzero", "swap", "w_pca_first"])
+    cap = engine.capture_flexibert(a, set().union(*(p.needs for p in plist)), batch, "as_specified", 0, torch.float64)
+    row = engine.evaluate(plist, cap)
+    m = cap.model
+    qs = []
+    with torch.no_grad():
+        x = m.embeddings(batch.input_ids, batch.token_type_ids)
+        ext = (1.0 - batch.attention_mask[:, None, None, :].double()) * -1e4
+        for layer in m.layers:
+            op = layer.operation
+            first = op.linear if hasattr(op, "linear") else op.attention.query
+            qs.append(float(first(x).pow(2).mean()))
+            x = layer(x, ext, batch.attention_mask)
+    seq = (qs + qs)[:6]
+    assert row["lpzero"] == pytest.approx(sum(seq) / 6, rel=1e-12)
+    acts = torch.cat([t.reshape(4, -1) for _, t in cap.ff_activations], 1)
+    assert row["swap"] == count_patterns(acts) <= acts.shape[1]
+    dims = [pca_dim(h) for _, h in ff_preactivations(m, cap, first_only=True)]
+    assert row["w_pca_first"] == sum(p.numel() for p in m.parameters()) * sum(dims)
+    assert row["w_pca_first__layers"] == dims
+
+
+# -- the page ---------------------------------------------------------------------------------------------
+def test_page_is_the_rendering_of_its_json():
+    """docs/published.md is exactly what ``studies.published.render`` makes of
+    docs/published.json (regenerate with ``python -m studies.published``)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT))  # studies/ sits beside the package, outside the wheel
+    from studies.published import render
+
+    summary = json.loads((ROOT / "docs" / "published.json").read_text())
+    assert (ROOT / "docs" / "published.md").read_text() == render(summary)
+    assert summary["n"] == 500 and not summary["small"]
+    nsc = next(r for r in summary["rows"] if r["proxy"].startswith("NSC"))
+    assert nsc["reproduced"]["tau"] == pytest.approx(0.695, abs=5e-4)
