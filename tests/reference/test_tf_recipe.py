@@ -164,8 +164,9 @@ def rel(a: Any, b: Any) -> float:
 # pretraining, step by step
 # ----------------------------------------------------------------------------------------
 
-def compare_pretraining(R: Any, steps: int = STEPS) -> dict[str, Any]:
-    """Run the reference and the builders side by side; return the differences."""
+def compare_pretraining(R: Any, run: Any) -> dict[str, Any]:
+    """Take the reference's run (``R.run_pretraining``) and the builders side by side, step
+    by step; return the differences."""
     import torch
 
     from nasbench_bert.builders.corpus import Batch, electra_mask
@@ -173,7 +174,6 @@ def compare_pretraining(R: Any, steps: int = STEPS) -> dict[str, Any]:
     from nasbench_bert.models import ElectraPair
     from nasbench_bert.spaces.flexibert import Arch
 
-    run = R.run_pretraining(steps=steps)
     c = run.config
     mo = c["hparams"]["model_hparam_overrides"]
     arch = Arch.from_release({"hidden_size": mo["hidden_size"], "nas_config": mo["nas_config"]})
@@ -237,6 +237,74 @@ def compare_pretraining(R: Any, steps: int = STEPS) -> dict[str, Any]:
             "weight_rel": w_rel[worst], "weight_worst": mapping[worst],
             "update_rel": d_rel[worst_d], "update_worst": mapping[worst_d],
         })
+        out["final"] = {mapping[n]: {"rel": w_rel[n], "update_rel": d_rel[n],
+                                     "abs": float(np.max(np.abs(as_tf(n, params[n]) - st.weights[mapping[n]]))),
+                                     "tf_update": float(np.max(np.abs(st.weights[mapping[n]] - run.init[mapping[n]])))}
+                        for n in names}
+    return out
+
+
+def compare_finetuning(R: Any, run: Any) -> dict[str, Any]:
+    """The reference's finetuning run (``R.run_finetuning``) and ``builders.glue`` side by
+    side: the classifier gets the graph's initial weights, each step the same examples
+    through :func:`builders.glue.finetune_step` with the per-replica summed task loss."""
+    import torch
+
+    from nasbench_bert.builders.glue import TASKS, FinetuneConfig, classifier, finetune_step, layer_scales, task_loss
+    from nasbench_bert.builders.pretrain import decay_flags, make_optimizer, unique_parameters
+    from nasbench_bert.models import build_flexibert
+    from nasbench_bert.spaces.flexibert import Arch
+
+    c = run.config
+    mo = c["hparams"]["model_hparam_overrides"]
+    arch = Arch.from_release({"hidden_size": mo["hidden_size"], "nas_config": mo["nas_config"]})
+    task = TASKS[{"sts": "stsb", "sst": "sst2"}.get(c["task"], c["task"])]
+    cfg = FinetuneConfig(batch_size=c["replicas"] * c["per_replica"], replicas=c["replicas"], max_seq_len=c["seq_len"])
+    torch.set_num_threads(2)
+    model = classifier(build_flexibert(arch, "as_trained", seed=0), task, cfg)
+    init_check = initializers_match(model, run.initializers, c["task"])
+    mapping = load_tf_weights(no_dropout(model), run.init, c["task"])
+    flags = decay_flags(model)
+    decay_mismatch = sorted(n for n, f in flags.items() if run.decay[mapping[n]] != f)
+    opt = make_optimizer(model, cfg, layer_scales(model, cfg.layer_decay, cfg.decay_layers))
+    names = [n for n, _ in model.named_parameters()]
+    group_of = {id(p): g for g in opt.param_groups for p in g["params"]}
+    params = dict(model.named_parameters())
+    plist = unique_parameters(model)
+    total = c["num_train_steps"]
+    warmup = total * cfg.warmup_fraction
+    out: dict[str, Any] = {"config": c, "cfg": cfg, "steps": [], "init": init_check, "decay_mismatch": decay_mismatch,
+                           "n_params": len(names)}
+    B, L, b = c["replicas"] * c["per_replica"], c["seq_len"], c["per_replica"]
+    model.train()
+    for st in run.steps:
+        x = R.finetuning_inputs(st.step, B, L, c["num_labels"])
+        ids, m, tt = (torch.from_numpy(x[k].astype(np.int64)) for k in ("input_ids", "input_mask", "segment_ids"))
+        y = torch.from_numpy(x["labels"].astype(np.int64) if c["num_labels"] else x["labels"])
+        seen: list[float] = []
+
+        def losses() -> Any:
+            for r in range(0, B, b):
+                loss = task_loss(task, model(ids[r:r + b], m[r:r + b], tt[r:r + b]).float(), y[r:r + b])
+                seen.append(float(loss))
+                yield loss
+
+        norms, clipped = finetune_step(model, opt, plist, losses(), cfg, st.step, total, warmup)
+        from nasbench_bert.builders.pretrain import learning_rate
+
+        base = learning_rate(st.step, cfg.learning_rate, total, warmup)
+        rates = dict(zip([id(g) for g in opt.param_groups], opt.group_rates(base)))
+        lr_diff = {mapping[n]: (float(rates[id(group_of[id(params[n])])]), float(st.lr[mapping[n]])) for n in names
+                   if np.float32(rates[id(group_of[id(params[n])])]) != st.lr[mapping[n]]}
+        w_rel = {n: rel(as_tf(n, params[n]), st.weights[mapping[n]]) for n in names}
+        worst = max(w_rel, key=w_rel.get)
+        out["steps"].append({
+            "step": st.step, "lr_equal": not lr_diff, "lr_diff": dict(list(lr_diff.items())[:3]), "lr": float(base),
+            "loss_rel": {"total": max(abs(a - b_) / abs(b_) for a, b_ in zip(seen, st.losses["total"]))},
+            "grad_norm_rel": max(abs(a - b_) / b_ for a, b_ in zip(norms.tolist(), st.grad_norm)),
+            "clipped_norm_rel": max(abs(a - b_) / b_ for a, b_ in zip(clipped.tolist(), st.clipped_norm)),
+            "weight_rel": w_rel[worst], "weight_worst": mapping[worst],
+        })
     return out
 
 
@@ -270,7 +338,7 @@ if __name__ == "__main__":  # exploration: print the comparison
     import json
 
     R = _require()
-    res = compare_pretraining(R, int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+    res = compare_pretraining(R, R.run_pretraining(steps=int(sys.argv[1]) if len(sys.argv) > 1 else 3))
     for s in res["steps"]:
         print(json.dumps({k: v for k, v in s.items() if k not in ("tf_grad_norm", "tf_losses")}))
     print(res["init"], res["decay_mismatch"])

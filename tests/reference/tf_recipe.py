@@ -224,6 +224,23 @@ def _lr_by_variable(tf: Any, lr: Any, variables: list[Any]) -> tuple[dict[str, A
     return out, keys
 
 
+def _update_feed(rs: "_ReplicaSum", summed: list[np.ndarray], lr_tensors: dict[str, Any],
+                 lr_values: dict[str, np.float32]) -> dict[Any, Any]:
+    """The feed of the update run: the summed gradients, and every learning-rate tensor at
+    the value it had when the step's losses were computed (global step ``s``).
+
+    ``create_optimizer`` groups the update with ``global_step.assign(global_step + 1)``
+    without a control dependency, so in a CPU session the learning rate may be read before
+    or after the increment (google-research/bert#1050); in this harness it was read after
+    it (the update of step ``s`` ran at the rate of step ``s + 1``). Feeding the rate of
+    step ``s`` pins the order the code intends and the schedule states (the rate of step 0
+    is 0); the value fed is the graph's own, computed from ``global_step`` = s."""
+    feed: dict[Any, Any] = dict(zip(rs.summed, summed))
+    for name, t in lr_tensors.items():
+        feed[t] = lr_values[name]
+    return feed
+
+
 # ----------------------------------------------------------------------------------------
 # pretraining
 # ----------------------------------------------------------------------------------------
@@ -347,7 +364,7 @@ def run_pretraining(arch_id: int = ARCH_ID, *, replicas: int = 8, per_replica: i
                             rec.logits.append(out["logits"])
                         summed = out["grads"] if summed is None else [a + g for a, g in zip(summed, out["grads"])]
                         rec.lr = out["lr"]
-                    sess.run(spec.train_op, dict(zip(rs.summed, summed)))
+                    sess.run(spec.train_op, _update_feed(rs, summed, lr_tensors, rec.lr))
                     rec.weights = {_vname(v): val for v, val in zip(tvars, sess.run(tvars))}
                     yield rec
         finally:
@@ -447,7 +464,7 @@ def run_finetuning(arch_id: int = ARCH_ID, task: str = "rte", *, replicas: int =
                                                                   for g in out["grads"]))))
                         summed = out["grads"] if summed is None else [a + g for a, g in zip(summed, out["grads"])]
                         rec.lr = out["lr"]
-                    sess.run(spec.train_op, dict(zip(rs.summed, summed)))
+                    sess.run(spec.train_op, _update_feed(rs, summed, lr_tensors, rec.lr))
                     rec.weights = {_vname(v): val for v, val in zip(tvars, sess.run(tvars))}
                     yield rec
         finally:
