@@ -342,3 +342,156 @@ if __name__ == "__main__":  # exploration: print the comparison
     for s in res["steps"]:
         print(json.dumps({k: v for k, v in s.items() if k not in ("tf_grad_norm", "tf_losses")}))
     print(res["init"], res["decay_mismatch"])
+
+
+# ----------------------------------------------------------------------------------------
+# the tests
+# ----------------------------------------------------------------------------------------
+
+#: parameters whose gradient is exactly zero in exact arithmetic: a key bias adds
+#: ``q . b_k`` to every score of a query row, which the softmax cancels. What either side
+#: computes for them is float32 rounding (TF moved them by <= 2e-8 in 10 steps, against
+#: ~1e-2 for the other weights), so they are compared in absolute terms, not relative.
+ZERO_GRADIENT = re.compile(r"attention/self/key/bias$")
+#: the bound on the rounding-noise moves of those parameters (both sides, after 10 steps)
+ZERO_GRADIENT_ABS = 1e-6
+
+
+@pytest.fixture(scope="module")
+def R() -> Any:
+    return _require()
+
+
+@pytest.fixture(scope="module")
+def pretraining(R: Any) -> dict[str, Any]:
+    return compare_pretraining(R, R.run_pretraining(steps=STEPS))
+
+
+@pytest.fixture(scope="module")
+def finetuning(R: Any) -> dict[str, Any]:
+    return compare_finetuning(R, R.run_finetuning(steps=STEPS))
+
+
+def _report(kind: str, res: dict[str, Any]) -> None:
+    steps = res["steps"]
+    others = {k: v for k, v in res["final"].items() if not ZERO_GRADIENT.search(k)}
+    worst = max(others, key=lambda k: others[k]["rel"])
+    print(f"\n{kind}: loss rel step 1 {max(steps[0]['loss_rel'].values()):.3g}, all steps "
+          f"{max(max(s['loss_rel'].values()) for s in steps):.3g}; grad norm rel {max(s['grad_norm_rel'] for s in steps):.3g}; "
+          f"clipped norm rel {max(s['clipped_norm_rel'] for s in steps):.3g}; weights after {len(steps)} steps rel "
+          f"{others[worst]['rel']:.3g} ({worst}); zero-gradient key biases abs "
+          f"{max((v['abs'] for k, v in res['final'].items() if ZERO_GRADIENT.search(k)), default=0):.3g}")
+
+
+def _check_steps(res: dict[str, Any]) -> None:
+    steps = res["steps"]
+    assert len(steps) == STEPS
+    assert all(s["lr_equal"] for s in steps), [s["step"] for s in steps if not s["lr_equal"]]
+    assert steps[-1]["lr"] > 0
+    assert max(steps[0]["loss_rel"].values()) <= LOSS_RTOL_STEP1, steps[0]["loss_rel"]
+    # later steps: the losses of the weights each side has updated (errors compound)
+    assert max(max(s["loss_rel"].values()) for s in steps) <= 10 * LOSS_RTOL_STEP1
+    assert max(s["clipped_norm_rel"] for s in steps) <= 1e-5
+    assert max(s["grad_norm_rel"] for s in steps) <= 1e-4
+    final = res["final"]
+    assert len(final) == res["n_params"]
+    bad = {k: v for k, v in final.items() if not ZERO_GRADIENT.search(k) and v["rel"] > WEIGHT_RTOL_STEP10}
+    assert not bad, bad
+    for k, v in final.items():
+        if ZERO_GRADIENT.search(k):  # both sides left them at rounding level
+            assert v["tf_update"] <= ZERO_GRADIENT_ABS and v["abs"] <= ZERO_GRADIENT_ABS, (k, v)
+    moved = [v["tf_update"] for k, v in final.items() if not ZERO_GRADIENT.search(k)]
+    assert np.median(moved) > 100 * ZERO_GRADIENT_ABS  # the steps moved the weights
+
+
+def test_pretraining_follows_the_tf_code_step_by_step(pretraining: dict[str, Any]) -> None:
+    res = pretraining
+    _report("pretraining", res)
+    c = res["config"]
+    # what the runner's hparams give the code (the recipe the builders default to)
+    hp = c["hparams"]
+    assert (hp["learning_rate"], hp["train_batch_size"], c["mask_prob"], c["disc_weight"], c["gen_weight"]) == (5e-4, 128, 0.15, 50.0, 1.0)
+    assert (c["use_tpu"], c["num_tpu_cores"], c["embedding_size"], c["generator_hidden_size"]) == (True, 8, 128, 0.25)
+    assert c["max_predictions"] == 19 and c["seq_len"] == 128
+    assert not res["init"]["mismatched"], res["init"]
+    assert res["decay_mismatch"] == []
+    assert all(s["masking_equal"] for s in res["steps"])
+    assert res["steps"][0]["sampler_equal"] is True
+    _check_steps(res)
+
+
+def test_finetuning_follows_the_tf_code_step_by_step(finetuning: dict[str, Any]) -> None:
+    res = finetuning
+    _report("finetuning", res)
+    c, cfg = res["config"], res["cfg"]
+    # the runner's finetuning config, as the builders' defaults state it
+    assert c["learning_rate"] == cfg.learning_rate == 5e-4
+    assert c["layerwise_lr_decay"] == cfg.layer_decay == 0.8
+    assert c["num_hidden_layers"] == cfg.decay_layers == 12 and c["n_layers_built"] == 2
+    assert c["warmup_proportion"] == cfg.warmup_fraction == 0.1
+    assert c["weight_decay_rate"] == cfg.weight_decay == 0.01
+    assert c["train_batch_size"] == cfg.batch_size == 32 and c["replicas"] == cfg.replicas == 8
+    assert c["double_unordered"] is cfg.double_unordered is True
+    assert c["seq_len"] == cfg.max_seq_len == 128 and c["embedding_size"] == 128
+    # the encoder is restored from pretraining; only the task layer's initialiser is the finetuning's own
+    assert not {k: v for k, v in res["init"]["mismatched"].items() if k.startswith("head.")}, res["init"]
+    assert res["decay_mismatch"] == []
+    _check_steps(res)
+
+
+def test_pretraining_schedule_is_exact_for_all_steps(R: Any) -> None:
+    from nasbench_bert.builders.pretrain import PretrainConfig, schedule
+
+    cfg = PretrainConfig()
+    tf_lr = R.learning_rates(cfg.steps, warmup_steps=cfg.warmup_steps, learning_rate=cfg.learning_rate)[""]
+    ours = np.array([schedule(s, cfg) for s in range(cfg.steps)], np.float32)
+    assert tf_lr.shape == (100_000,)
+    diff = np.flatnonzero(ours != tf_lr)
+    print(f"\nschedule: {len(diff)} of {len(ours)} steps differ; rate at the end of warm-up {tf_lr[cfg.warmup_steps]!r}")
+    assert len(diff) == 0, (diff[:5], ours[diff[:5]], tf_lr[diff[:5]])
+    assert tf_lr[0] == 0 and np.isclose(tf_lr[cfg.warmup_steps], 0.9 * 5e-4)
+
+
+def test_layerwise_factors_are_exact(R: Any) -> None:
+    """Every key of ``_get_layer_lrs`` (12 layers, as the runs had) at every step of a
+    finetuning schedule equals the builders' rate of the group it names."""
+    from nasbench_bert.builders.pretrain import learning_rate
+
+    n, decay, total = 12, 0.8, 778
+    tf_lr = R.learning_rates(total, warmup_proportion=0.1, layerwise_lr_decay_power=decay, n_transformer_layers=n)
+    ours_scale = {"task_specific/": 1.0, "/embeddings/": decay ** (n + 2), "/embeddings_project/": decay ** (n + 2),
+                  **{f"encoder/layer_{i}/": decay ** (n + 1 - i) for i in range(n)}}
+    assert sorted(tf_lr) == sorted(ours_scale)
+    base = [learning_rate(s, 5e-4, total, total * 0.1) for s in range(total)]
+    for key, scale in ours_scale.items():
+        ours = np.array([np.float32(b * np.float32(scale)) for b in base], np.float32)
+        assert np.array_equal(ours, tf_lr[key]), key
+
+
+def test_tpu_gradients_are_clipped_per_replica_and_summed_unscaled(R: Any) -> None:
+    g = R.tpu_gradient_path()
+    assert g["use_tpu"] is True and g["num_tpu_cores"] == 8
+    assert g["n_cross_replica_sums"] == g["n_trainable"] > 0
+    assert g["inputs"] == ["clip_by_global_norm/Mul"] or all("clip_by_global_norm" in i for i in g["inputs"]), g["inputs"]
+    assert g["loss_scaling_ops"] == []
+
+
+@pytest.mark.parametrize("task", ["cola", "mnli", "mrpc", "qnli", "qqp", "rte", "sst", "sts"])
+def test_scores_equal_the_authors_scorer(R: Any, task: str) -> None:
+    """The builders' task score (metric, x 100, rounding) equals what the authors' scorer
+    wrote and the runner's regex read, on random predictions."""
+    from nasbench_bert.builders.glue import TASKS, task_metrics, task_score
+
+    t = TASKS[{"sst": "sst2", "sts": "stsb"}.get(task, task)]
+    rng = np.random.default_rng(len(task))
+    n = 257
+    if t.labels is None:
+        gold = rng.uniform(0, 5, n)
+        pred = gold + rng.normal(0, 1.5, n)
+    else:
+        gold = rng.integers(0, len(t.labels), n)
+        pred = np.where(rng.random(n) < 0.6, gold, rng.integers(0, len(t.labels), n))
+    ref = R.authors_score(task, pred.tolist(), gold.tolist())
+    ours = task_score(t, task_metrics(t, pred, gold))
+    print(f"\n{task}: authors {ref['score']} ({ref['results']}), builders {ours} ({t.metric})")
+    assert ours == ref["score"]

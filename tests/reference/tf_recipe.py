@@ -488,7 +488,8 @@ def learning_rates(num_train_steps: int, *, warmup_steps: int = 0, warmup_propor
     tf, opt_mod = S["tf"], S["optimization"]
     graph = tf.Graph()
     with graph.as_default():
-        w = tf.get_variable("w", [2])
+        with tf.variable_scope("task_specific"):  # a name that one layer-wise key matches
+            w = tf.get_variable("w", [2])
         _ReplicaSum.instances.clear()
         with _patched(opt_mod, "tf", _View(tf, {"tpu.CrossShardOptimizer": _ReplicaSum})):
             opt_mod.create_optimizer(tf.reduce_sum(w * w), learning_rate, num_train_steps, weight_decay_rate=0.01,
