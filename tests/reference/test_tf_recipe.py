@@ -286,7 +286,7 @@ def compare_finetuning(R: Any, run: Any) -> dict[str, Any]:
         def losses() -> Any:
             for r in range(0, B, b):
                 loss = task_loss(task, model(ids[r:r + b], m[r:r + b], tt[r:r + b]).float(), y[r:r + b])
-                seen.append(float(loss))
+                seen.append(float(loss.detach()))
                 yield loss
 
         norms, clipped = finetune_step(model, opt, plist, losses(), cfg, st.step, total, warmup)
@@ -305,6 +305,9 @@ def compare_finetuning(R: Any, run: Any) -> dict[str, Any]:
             "clipped_norm_rel": max(abs(a - b_) / b_ for a, b_ in zip(clipped.tolist(), st.clipped_norm)),
             "weight_rel": w_rel[worst], "weight_worst": mapping[worst],
         })
+        out["final"] = {mapping[n]: {"rel": w_rel[n], "abs": float(np.max(np.abs(as_tf(n, params[n]) - st.weights[mapping[n]]))),
+                                     "tf_update": float(np.max(np.abs(st.weights[mapping[n]] - run.init[mapping[n]])))}
+                        for n in names}
     return out
 
 
