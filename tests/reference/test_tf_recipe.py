@@ -498,3 +498,53 @@ def test_scores_equal_the_authors_scorer(R: Any, task: str) -> None:
     ours = task_score(t, task_metrics(t, pred, gold))
     print(f"\n{task}: authors {ref['score']} ({ref['results']}), builders {ours} ({t.metric})")
     assert ours == ref["score"]
+
+
+def _write_tsv(path: Path, header: list[str], rows: list[list[str]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join("\t".join(r) for r in [header, *rows]) + "\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("task", ["mrpc", "stsb", "rte"])
+def test_training_examples_equal_the_authors_task_classes(R: Any, task: str, tmp_path: Path) -> None:
+    """``double_unordered``: the authors' MRPC and STS classes append every training pair
+    again with its sentences swapped; the builders' training examples are the same list."""
+    from nasbench_bert.builders.glue import TASKS, FinetuneConfig, read_split, training_examples
+
+    rng = np.random.default_rng(1)
+    words = ["alpha", "beta", "gamma", "delta", "eps"]
+    sent = lambda: " ".join(rng.choice(words, size=4))  # noqa: E731
+    if task == "mrpc":
+        header = ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
+        rows = [[str(i % 2), str(i), str(i + 100), sent(), sent()] for i in range(7)]
+    elif task == "stsb":
+        header = ["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1", "sentence2", "score"]
+        rows = [[str(i), "g", "f", "y", str(i), "s", "s", sent(), sent(), f"{rng.uniform(0, 5):.3f}"] for i in range(7)]
+    else:
+        header = ["index", "sentence1", "sentence2", "label"]
+        rows = [[str(i), sent(), sent(), ["entailment", "not_entailment"][i % 2]] for i in range(7)]
+    folder = tmp_path / task
+    for split in ("train.tsv", "dev.tsv"):
+        _write_tsv(folder / split, header, rows)
+    ref_task = {"stsb": "sts"}.get(task, task)
+    ref = R.read_examples(ref_task, folder, "train")
+    t = TASKS[task]
+    ours = training_examples(t, read_split(t, folder, "train"), FinetuneConfig())
+    assert len(ref) == (14 if task != "rte" else 7)
+    assert [texts for texts, _ in ours] == [texts for texts, _ in ref]
+    assert [float(lab) if t.labels is None else lab for _, lab in ours] == \
+        [float(lab) if t.labels is None else lab for _, lab in ref]
+
+
+def test_finetuning_step_count_equals_the_authors(R: Any) -> None:
+    """``Preprocessor.prepare_train``'s step count on the real RTE training set (10 epochs of
+    32) equals :func:`builders.glue.finetune_steps`."""
+    from nasbench_bert.builders.glue import TASKS, finetune_steps, read_split
+
+    if not (RTE / "train.tsv").is_file():
+        pytest.skip(f"no RTE at {RTE}")
+    ref = R.count_finetuning_steps("rte", RTE)
+    n = len(read_split(TASKS["rte"], RTE, "train"))
+    assert ref["examples"] == n
+    assert ref["epochs"] == TASKS["rte"].epochs and ref["batch_size"] == 32
+    assert finetune_steps(n, TASKS["rte"].epochs, 32) == ref["steps"], ref
