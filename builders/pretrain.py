@@ -650,8 +650,9 @@ def electra_losses(model: ElectraPair, b: Batch, cfg: PretrainConfig, *, replica
     Discriminator: the sigmoid cross-entropy over the real tokens,
     ``sum(mask * bce) / (sum(mask) + 1e-6)``. Total: ``gen_weight * gen + disc_weight * disc``.
     """
-    gen_encoder = gen_encoder or model.generator
-    disc_encoder = disc_encoder or model.discriminator
+    # "is None", not "or": a compiled module's truth value calls len(), which raises
+    gen_encoder = model.generator if gen_encoder is None else gen_encoder
+    disc_encoder = model.discriminator if disc_encoder is None else disc_encoder
     amp = amp if amp is not None else nullcontext()
     m = b.masked
     attn = None if drop_full_mask and b.all_attended else b.input_mask
