@@ -199,18 +199,18 @@ def hf_tokens_per_second(a: Arch, source: BatchSource, args: argparse.Namespace,
 
     def step(s: int) -> None:
         b = source(s)
-        ids, gin, midx = b.ids.to(dev), b.generator_input.to(dev), b.masked_index.to(dev)
-        masked_counts.append(len(b.masked_index))
+        ids, gin, pos = b.ids.to(dev), b.masked.generator_input.to(dev), b.masked.positions.to(dev)
+        masked_counts.append(pos.numel())  # ELECTRA's head runs at every masking slot
         torch.manual_seed(step_seed(0, s) + 1)
         with amp:
             h = g_enc(input_ids=gin).last_hidden_state
-            logits = g.generator_lm_head(g.generator_predictions(h.reshape(-1, h.shape[-1])[midx])).float()
-        gl = F.cross_entropy(logits, ids.view(-1)[midx])
+            at = torch.gather(h, 1, pos[..., None].expand(-1, -1, h.shape[-1]))
+            logits = g.generator_lm_head(g.generator_predictions(at)).float()
+        gl = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), b.masked.masked_ids.to(dev).reshape(-1))
         with torch.no_grad():
             u = torch.rand(logits.shape, device=dev)
             sampled = (logits - torch.log(-torch.log(u.clamp_min(1e-20)))).argmax(-1)
-        din = ids.clone()
-        din.view(-1)[midx] = sampled
+        din = ids.scatter(1, pos, sampled)
         with amp:
             dl_logits = d.discriminator_predictions(d_enc(input_ids=din).last_hidden_state)
         dl = F.binary_cross_entropy_with_logits(dl_logits.float(), (din != ids).float())
@@ -313,10 +313,11 @@ def main() -> None:
         archs = pick_archs(sizes)
         results = []  # (size, label, arch text, GFLOP/step, tokens/s, tpu s) and the ratio lines
         for size, (arch, tpu_s) in archs.items():
+            # the recipe's 8 replicas where the batch allows (a smaller batch: fewer replicas)
             cfg = PretrainConfig(steps=warm + steps, batch_size=batch, seq_len=a.seq_len, warmup_steps=2, corpus=corpus,
-                                 max_documents=a.max_documents, **opts)
+                                 max_documents=a.max_documents, replicas=math.gcd(batch, 8), **opts)
             ours = pretrain(arch, cfg, tokenizer=tok, device=dev)
-            m = statistics.fmean(len(source(s).masked_index) for s in range(warm, warm + steps))
+            m = statistics.fmean(source(s).masked.positions.numel() for s in range(warm, warm + steps))
             gflop = electra_pretraining_flops(arch, batch, a.seq_len, masked_tokens=m) / 1e9
             results.append((size, "nasbench-bert", str(arch), gflop, ours.steady_tokens_per_second, tpu_s))
             if not a.no_hf:

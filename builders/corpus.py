@@ -159,42 +159,130 @@ def load_sequences(path: str | os.PathLike[str]) -> np.ndarray:
 
 
 # -- batches ---------------------------------------------------------------------------------------
+def max_predictions(mask_prob: float, seq_len: int) -> int:
+    """ELECTRA's ``max_predictions_per_seq``: ``int((mask_prob + 0.005) * seq_len)`` masked
+    slots per sequence (19 for 15 % of 128), whatever the sequence's length."""
+    return int((mask_prob + 0.005) * seq_len)
+
+
+def gumbel(u: torch.Tensor) -> torch.Tensor:
+    """ELECTRA's Gumbel noise from uniform noise ``u`` in [0, 1): ``-log(-log(u + 1e-9) + 1e-9)``
+    (``pretrain_helpers.sample_from_softmax``), in ``u``'s precision."""
+    return -torch.log(-torch.log(u + 1e-9) + 1e-9)
+
+
+def scatter_update(sequence: torch.Tensor, updates: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """ELECTRA's ``scatter_update`` of integer sequences: ``sequence`` (B, L) with the ``updates``
+    (B, N) written at ``positions`` (B, N). Updates to position 0 are ignored (a slot whose
+    position is 0 is an unused slot); a position named twice receives the integer mean of its
+    updates (the sum floor-divided by the count), as the reference does. Returns the updated
+    sequence and the (B, L) 0/1 mask of the positions written."""
+    B, L = sequence.shape
+    flat = (positions + L * torch.arange(B, device=positions.device)[:, None]).reshape(-1)
+    sums = torch.zeros(B * L, dtype=sequence.dtype, device=sequence.device).index_add_(0, flat, updates.reshape(-1).to(sequence.dtype))
+    counts = torch.zeros(B * L, dtype=sequence.dtype, device=sequence.device).index_add_(
+        0, flat, torch.ones_like(flat, dtype=sequence.dtype))
+    counts = counts.view(B, L)
+    counts[:, 0] = 0  # not_first_token
+    written = counts.clamp(max=1)
+    values = torch.div(sums.view(B, L), counts.clamp(min=1), rounding_mode="floor")
+    return (1 - written) * sequence + written * values, written
+
+
+@dataclass
+class MaskedInputs:
+    """ELECTRA's masked inputs (``pretrain_helpers.mask``) of a (B, L) batch.
+
+    ``positions`` (B, N): the masked positions, drawn with replacement among the maskable
+    ones (0 in the slots beyond the sequence's count); ``masked_ids``: the original tokens
+    there (0 in unused slots); ``weights``: 1.0 for the used slots; ``generator_input``: the
+    ids with 85 % of the masked positions replaced by ``[MASK]`` (the rest keep their token).
+    """
+
+    generator_input: torch.Tensor
+    positions: torch.Tensor
+    masked_ids: torch.Tensor
+    weights: torch.Tensor
+
+
+def electra_mask(ids: torch.Tensor, input_mask: torch.Tensor, u_positions: torch.Tensor, u_keep: torch.Tensor, *,
+                 mask_prob: float, cls_id: int, sep_id: int, mask_id: int) -> MaskedInputs:
+    """ELECTRA's dynamic masking (``pretrain_helpers.mask``), with its random draws given as
+    uniform noise: ``u_positions`` (B, N, L) for the positions (a categorical draw over the
+    maskable positions, by Gumbel-max), ``u_keep`` (B, N) for the 85 % that become ``[MASK]``.
+
+    Per sequence ``max(1, min(N, round(n * mask_prob)))`` slots are used, where ``n`` counts
+    its real tokens ([CLS] and [SEP] included) and N = :func:`max_predictions`; the maskable
+    positions are the real tokens other than [CLS], [SEP] and [MASK]. Positions are drawn
+    with replacement, so two slots can name one position (both count in the generator loss).
+    """
+    B, L = ids.shape
+    N = u_keep.shape[1]
+    if u_positions.shape != (B, N, L):
+        raise ValueError(f"u_positions has shape {tuple(u_positions.shape)}; expected {(B, N, L)}")
+    special = torch.tensor([sep_id, cls_id, mask_id], device=ids.device)
+    candidates = input_mask.bool() & ~torch.isin(ids, special)
+    num_tokens = input_mask.sum(-1).to(u_keep.dtype)
+    count = torch.round(num_tokens * mask_prob).to(torch.long).clamp(max=N).clamp(min=1)
+    weights = (torch.arange(N, device=ids.device)[None, :] < count[:, None]).to(u_keep.dtype)
+    cand = candidates.to(u_keep.dtype)
+    logp = torch.log(cand / cand.sum(-1, keepdim=True))
+    positions = torch.argmax(logp[:, None, :] + gumbel(u_positions), dim=-1) * weights.long()
+    masked_ids = torch.gather(ids, 1, positions) * weights.long()
+    replace = positions * (u_keep < 0.85).long()
+    gen_in, _ = scatter_update(ids, torch.full_like(replace, mask_id), replace)
+    return MaskedInputs(gen_in, positions, masked_ids, weights)
+
+
 @dataclass
 class Batch:
     """Everything the training step needs about step ``step`` (CPU tensors).
 
-    ``masked_index`` / ``attended_index``: flat indices of the masked and the attended
-    positions (``x[mask]`` is ``x.view(-1)[index]``, computed here so the training step
-    never waits for a device to count them). ``generator``: the step's CPU generator,
-    after the mask draw (the replacement samples on CPU come next from it).
+    ``ids``, ``input_mask``, ``segment_ids``: the (B, L) sequences; ``masked``: ELECTRA's
+    masking of them (:func:`electra_mask`); ``generator``: the step's CPU generator, after
+    the masking draws (the generator's sampled replacements on CPU come next from it).
     """
 
     step: int
     ids: torch.Tensor
-    attention_mask: torch.Tensor
-    generator_input: torch.Tensor
-    masked_index: torch.Tensor
-    attended_index: torch.Tensor
-    all_attended: bool
-    generator: torch.Generator
+    input_mask: torch.Tensor
+    segment_ids: torch.Tensor
+    masked: MaskedInputs
+    generator: torch.Generator | None = None
+
+    @property
+    def all_attended(self) -> bool:
+        return bool(self.input_mask.all())
+
+    def shard(self, index: int, count: int) -> "Batch":
+        """Rows ``index * B/count ... (index + 1) * B/count``: the batch of one of ``count``
+        replicas (a TPU core of the reference runs: consecutive per-core batches)."""
+        b = self.ids.shape[0] // count
+        rows = slice(index * b, (index + 1) * b)
+        m = self.masked
+        return Batch(self.step, self.ids[rows], self.input_mask[rows], self.segment_ids[rows],
+                     MaskedInputs(m.generator_input[rows], m.positions[rows], m.masked_ids[rows], m.weights[rows]),
+                     self.generator)
 
     def pin(self) -> "Batch":
-        for f in ("ids", "attention_mask", "generator_input", "masked_index", "attended_index"):
+        for f in ("ids", "input_mask", "segment_ids"):
             setattr(self, f, getattr(self, f).pin_memory())
+        for f in ("generator_input", "positions", "masked_ids", "weights"):
+            setattr(self.masked, f, getattr(self.masked, f).pin_memory())
         return self
 
 
 class BatchSource:
     """The batch of step ``s``: rows ``perm[(pos + i) % n]`` of epoch ``e``, where
     ``e, pos = divmod(s * batch_size, n)`` and ``perm`` is the ``default_rng([seed, e])``
-    permutation of the ``n`` sequences; then 15 % of the non-special tokens masked with
-    a generator seeded by ``(seed, s)``."""
+    permutation of the ``n`` sequences; then ELECTRA's masking (:func:`electra_mask`) with
+    noise from a CPU generator seeded by ``(seed, s)``."""
 
     def __init__(self, sequences: np.ndarray, tok: TextTokenizer, batch_size: int, seed: int, mask_prob: float):
         self.seqs, self.tok = sequences, tok
         self.batch_size, self.seed, self.mask_prob = batch_size, seed, mask_prob
         self.n = len(sequences)
-        self.special = torch.tensor(sorted({tok.pad_id, tok.cls_id, tok.sep_id}))
+        self.max_predictions = max_predictions(mask_prob, sequences.shape[1])
         self._epoch: int | None = None
         self._perm: np.ndarray | None = None
 
@@ -208,13 +296,14 @@ class BatchSource:
     def __call__(self, step: int) -> Batch:
         g = torch.Generator().manual_seed(step_seed(self.seed, step))
         ids = torch.from_numpy(np.asarray(self.seqs[self.rows(step)], dtype=np.int64))
-        attn = (ids != self.tok.pad_id).long()
-        maskable = ~torch.isin(ids, self.special)
-        masked = (torch.rand(ids.shape, generator=g) < self.mask_prob) & maskable
-        if not masked.any():
-            masked[0, 1] = True
-        return Batch(step, ids, attn, ids.masked_fill(masked, self.tok.mask_id), masked.view(-1).nonzero().squeeze(1),
-                     attn.view(-1).nonzero().squeeze(1), bool(attn.all()), g)
+        B, L = ids.shape
+        input_mask = (ids != self.tok.pad_id).long()
+        N = self.max_predictions
+        u_pos = torch.rand((B, N, L), generator=g)
+        u_keep = torch.rand((B, N), generator=g)
+        masked = electra_mask(ids, input_mask, u_pos, u_keep, mask_prob=self.mask_prob, cls_id=self.tok.cls_id,
+                              sep_id=self.tok.sep_id, mask_id=self.tok.mask_id)
+        return Batch(step, ids, input_mask, torch.zeros_like(ids), masked, g)
 
 
 class _Failed:

@@ -3,9 +3,20 @@
 Tasks are the 8 the paper uses (no WNLI), read from local GLUE-format TSV folders (the
 layout of the GLUE distribution: ``<task>/train.tsv``, ``<task>/dev.tsv``;
 ``dev_matched.tsv`` for MNLI) or from the ``glue`` dataset on the Hugging Face Hub.
-Defaults follow the paper's Table 3 (ELECTRA-Small finetuning): learning rate 3e-4 with
-layer-wise decay 0.8, batch 32, 3 epochs (10 for RTE and STS-B), 10 % warm-up, weight
-decay 0.01, sequence length 128.
+
+The defaults are the recipe the authors' runs executed (``nas_runner.ipynb`` ->
+``run_finetuning.py`` with the pretraining hparams; pinned by
+``tests/reference/test_tf_recipe.py``): learning rate 5e-4 (the runner copies the
+pretraining rate), batch 32 over 8 TPU replicas (4 examples each, the loss *summed* over
+them, gradients clipped per replica at global norm 1.0 and summed), 3 epochs (10 for RTE
+and STS-B), ``polynomial_decay`` with a warm-up over the first 10 % of the steps (0 at
+step 0), the authors' Adam without bias correction (eps 1e-6, weight decay 0.01 except
+LayerNorm and biases), ELECTRA's layer-wise decay 0.8 counted over the config's
+``num_hidden_layers`` = 12 (the runner never sets it), MRPC and STS-B trained on both
+sentence orders (``double_unordered``), STS-B targets scaled to [0, 1], sequence length
+128, a Glorot-uniform task layer on the [CLS] vector. The score of a task is its first
+reported metric rounded to 2 decimals: MCC for CoLA, Pearson for STS-B, accuracy for the
+others (x 100); ``glue`` is their mean.
 """
 
 from __future__ import annotations
@@ -27,7 +38,12 @@ from nasbench_bert.models.flexibert import FlexiBERTEncoder
 
 from nasbench_bert.text import TextTokenizer
 
-from .pretrain import autocast, check_accelerator_fields, make_adamw, resolve_device, use_attention
+from nasbench_bert.checks import check_int, check_real
+
+from .pretrain import (
+    _check_choice, autocast, check_accelerator_fields, check_optimizer_fields, glorot_uniform_, learning_rate, make_optimizer,
+    replica_gradients, resolve_device, unique_parameters, use_attention,
+)
 
 csv.field_size_limit(1 << 24)
 
@@ -38,22 +54,26 @@ class Task:
     text: tuple[str, ...]          # TSV columns (or 0-based indices for header-less CoLA)
     label: str
     labels: tuple[str, ...] | None  # None: regression
-    metric: str
+    metric: str                    # the first metric the authors' scorer reports: the task's score
     epochs: int
     dev: str = "dev.tsv"
     header: bool = True
     release_key: str = ""
+    double_unordered: bool = False  # trained on both sentence orders (MRPC, STS-B)
+    label_max: float = 1.0          # regression targets are divided by it (STS-B: 5, to [0, 1])
 
 
 TASKS: dict[str, Task] = {
     "cola": Task("cola", ("3",), "1", ("0", "1"), "mcc", 3, header=False, release_key="cola"),
     "mnli": Task("mnli", ("sentence1", "sentence2"), "gold_label", ("contradiction", "entailment", "neutral"), "accuracy", 3, "dev_matched.tsv", release_key="mnli"),
-    "mrpc": Task("mrpc", ("#1 String", "#2 String"), "Quality", ("0", "1"), "accuracy", 3, release_key="mrpc"),
+    "mrpc": Task("mrpc", ("#1 String", "#2 String"), "Quality", ("0", "1"), "accuracy", 3, release_key="mrpc",
+                 double_unordered=True),
     "qnli": Task("qnli", ("question", "sentence"), "label", ("entailment", "not_entailment"), "accuracy", 3, release_key="qnli"),
     "qqp": Task("qqp", ("question1", "question2"), "is_duplicate", ("0", "1"), "accuracy", 3, release_key="qqp"),
     "rte": Task("rte", ("sentence1", "sentence2"), "label", ("entailment", "not_entailment"), "accuracy", 10, release_key="rte"),
     "sst2": Task("sst2", ("sentence",), "label", ("0", "1"), "accuracy", 3, release_key="sst"),
-    "stsb": Task("stsb", ("sentence1", "sentence2"), "score", None, "spearman", 10, release_key="sts"),
+    "stsb": Task("stsb", ("sentence1", "sentence2"), "score", None, "pearson", 10, release_key="sts",
+                 double_unordered=True, label_max=5.0),
 }
 HUB_LABELS = {"mnli": ("entailment", "neutral", "contradiction"), "qnli": ("entailment", "not_entailment"),
               "rte": ("entailment", "not_entailment")}
@@ -134,8 +154,8 @@ def read_split(task: Task, source: str | Path, split: str) -> list[tuple[tuple[s
         with open(path, newline="", encoding="utf-8") as f:
             rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
     except UnicodeDecodeError as e:
-        raise ValueError(f"task {task.name!r}: {path} is not UTF-8 text (byte {e.start}: {e.reason}); GLUE TSVs are "
-                         "UTF-8, re-encode the file") from None
+        raise InvalidArgumentError(f"task {task.name!r}: {path} is not UTF-8 text (byte {e.start}: {e.reason}); allowed: a "
+                                   "GLUE TSV file in UTF-8 (re-encode the file)") from None
     if not rows:
         raise ValueError(f"task {task.name!r}: {path} is empty")
     if task.header:
@@ -168,7 +188,7 @@ def _encode(examples: list[tuple[tuple[str, ...], Any]], task: Task, tok: TextTo
         a, t = tok.encode(texts[0], texts[1] if len(texts) > 1 else None, max_len)
         ids[i, : len(a)] = torch.tensor(a)
         tt[i, : len(t)] = torch.tensor(t)
-    y = torch.tensor([lab for _, lab in examples], dtype=torch.float32) if task.labels is None else \
+    y = torch.tensor([lab / task.label_max for _, lab in examples], dtype=torch.float32) if task.labels is None else \
         torch.tensor([task.labels.index(lab) for _, lab in examples], dtype=torch.long)
     return ids, (ids != tok.pad_id).long(), tt, y
 
@@ -176,6 +196,8 @@ def _encode(examples: list[tuple[tuple[str, ...], Any]], task: Task, tok: TextTo
 #: the finetuning options for a GPU run (docs/builders.md, "Accelerators"); no
 #: ``compile``: a GLUE task is too short to repay compiling for every batch shape
 ACCELERATED_FINETUNE: dict[str, Any] = {"precision": "bf16", "attention": "sdpa", "adamw": "fused"}
+#: FinetuneConfig fields that say how a run is executed, not what it computes (not in the recipe key)
+FINETUNE_EXECUTION_FIELDS = ("attention", "adamw", "compile")
 
 
 #: the classifier heads :class:`FinetuneConfig` builds
@@ -184,15 +206,18 @@ HEADS: tuple[str, ...] = ("electra_tf", "electra_hf")
 
 @dataclass
 class FinetuneConfig:
-    """GLUE finetuning settings. The defaults are the paper's Table 3 (ELECTRA-Small).
+    """GLUE finetuning settings. The defaults are the authors' executed recipe (module doc).
 
     ``decay_layers``: the layer count in ELECTRA's layer-wise learning-rate decay
-    (layer i gets ``lr * layer_decay ** (n + 1 - i)``, the embeddings
-    ``lr * layer_decay ** (n + 2)``); ``None`` uses the arch's depth. The benchmark's
-    runs used 12 (the config default the runner never overrode) and the pretraining
-    rate 5e-4: :func:`builders.entry.build_entry` applies that recipe for
-    ``semantics="as_trained"``. ``head``: ``"electra_tf"`` (dropout + one Linear, as
-    ELECTRA's TF finetuning builds it) or ``"electra_hf"`` (transformers' head).
+    (``_get_layer_lrs``: the task layer at ``lr``, encoder layer i (0-based) at
+    ``lr * layer_decay ** (n + 1 - i)``, the embeddings and their projection at
+    ``lr * layer_decay ** (n + 2)``). The benchmark's runs used the config's
+    ``num_hidden_layers`` = 12 whatever the arch's depth (the runner never set it);
+    ``None`` uses the arch's depth instead (a deviation). ``head``: ``"electra_tf"`` (dropout
+    + one Glorot-initialised Linear, as the TF finetuning builds it) or ``"electra_hf"``
+    (transformers' head; a deviation). ``replicas``: the TPU cores the batch was split over
+    (each sums its examples' losses and clips its gradient on its own; the clipped
+    gradients are summed). ``double_unordered``: train MRPC and STS-B on both sentence orders.
 
     Accelerator options (docs/builders.md, "Accelerators"), off by default as in
     :class:`~builders.pretrain.PretrainConfig`: ``precision`` ("fp32" | "bf16"
@@ -200,14 +225,21 @@ class FinetuneConfig:
     "fused") and ``compile`` (``torch.compile`` of the classifier).
     """
 
-    learning_rate: float = 3e-4
+    learning_rate: float = 5e-4
     layer_decay: float = 0.8
-    decay_layers: int | None = None
+    decay_layers: int | None = 12
     head: str = "electra_tf"
     batch_size: int = 32
     epochs: int | None = None  # None: the task's default (3; 10 for RTE and STS-B)
     warmup_fraction: float = 0.1
+    optimizer: str = "adam_weight_decay"
     weight_decay: float = 0.01
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_eps: float = 1e-6
+    max_grad_norm: float = 1.0
+    replicas: int = 8
+    double_unordered: bool = True
     max_seq_len: int = 128
     max_train_examples: int | None = None
     max_dev_examples: int | None = None
@@ -218,52 +250,92 @@ class FinetuneConfig:
     compile: bool = False
 
     def __post_init__(self) -> None:
+        check_real("learning_rate", self.learning_rate, low=0, high=1, low_open=True)
+        check_real("layer_decay", self.layer_decay, low=0, high=1, low_open=True)
+        check_int("decay_layers", self.decay_layers, low=1, none=True)
+        _check_choice("head", self.head, HEADS)
+        check_int("batch_size", self.batch_size, low=1)
+        check_int("epochs", self.epochs, low=1, none=True)
+        check_real("warmup_fraction", self.warmup_fraction, low=0, high=1)
+        check_real("weight_decay", self.weight_decay, low=0, high=1)
+        check_optimizer_fields(self)
+        if self.batch_size % self.replicas:
+            raise InvalidArgumentError(f"batch_size = {self.batch_size} is not allowed with replicas = {self.replicas}; "
+                                       "allowed: a multiple of replicas")
+        _check_choice("double_unordered", self.double_unordered, (False, True))
+        check_int("max_seq_len", self.max_seq_len, low=8, high=512)
+        check_int("max_train_examples", self.max_train_examples, low=1, none=True)
+        check_int("max_dev_examples", self.max_dev_examples, low=1, none=True)
         check_accelerator_fields(self)
-        for f, low, none in (("batch_size", 1, False), ("epochs", 1, True), ("max_train_examples", 1, True),
-                             ("max_dev_examples", 1, True), ("decay_layers", 1, True), ("max_seq_len", 8, False)):
-            v = getattr(self, f)
-            if v is None and none:
-                continue
-            if not isinstance(v, int) or isinstance(v, bool) or v < low or (f == "max_seq_len" and v > 512):
-                allowed = f"an integer >= {low}" if f != "max_seq_len" else "an integer in 8 ... 512"
-                raise InvalidArgumentError(f"{f} = {v!r} is not allowed; allowed: {'None or ' if none else ''}{allowed}")
-        for f, zero_ok in (("learning_rate", False), ("layer_decay", False), ("warmup_fraction", True), ("weight_decay", True)):
-            v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v if zero_ok else 0 < v) or v > 1:
-                raise InvalidArgumentError(f"{f} = {v!r} is not allowed; allowed: a number in {'[0' if zero_ok else '(0'}, 1]")
-        if self.head not in HEADS:
-            raise InvalidArgumentError(f"head = {self.head!r} is not allowed; allowed values: {list(HEADS)}")
+
+
+def layer_scales(model: SequenceClassifier, decay: float, n_layers: int | None = None) -> list[tuple[float, torch.nn.Module]]:
+    """ELECTRA's layer-wise learning-rate factors (``_get_layer_lrs`` of its
+    ``optimization.py``) as ``(factor, module)``: with n layers, the head at 1, encoder layer
+    i (0-based) at ``decay ** (n + 1 - i)``, the embeddings (with their projection) at
+    ``decay ** (n + 2)``. ``n_layers`` defaults to the encoder's depth."""
+    enc: FlexiBERTEncoder = model.encoder
+    L = len(enc.layers) if n_layers is None else n_layers
+    return ([(1.0, model.head)] + [(decay ** (L + 1 - i), layer) for i, layer in enumerate(enc.layers)]
+            + [(decay ** (L + 2), enc.embeddings)])
 
 
 def layerwise_groups(model: SequenceClassifier, lr: float, decay: float, weight_decay: float,
                      n_layers: int | None = None) -> list[dict[str, Any]]:
-    """Parameter groups with ELECTRA's layer-wise learning rates (``_get_layer_lrs`` of
-    its ``optimization.py``): with n layers, the head at ``lr``, encoder layer i at
-    ``lr * decay ** (n + 1 - i)``, the embeddings at ``lr * decay ** (n + 2)``.
-    ``n_layers`` defaults to the encoder's depth."""
-    enc: FlexiBERTEncoder = model.encoder
-    L = len(enc.layers) if n_layers is None else n_layers
-    groups: list[dict[str, Any]] = []
+    """Parameter groups with ELECTRA's layer-wise learning rates (:func:`layer_scales`), each
+    split by weight decay (LayerNorm parameters and biases get none)."""
+    from .pretrain import optimizer_groups
 
-    def add(params: list[torch.nn.Parameter], scale: float) -> None:
-        dec = [p for p in params if p.ndim >= 2]
-        nod = [p for p in params if p.ndim < 2]
-        groups.append({"params": dec, "lr": lr * scale, "weight_decay": weight_decay, "lr_scale": scale})
-        groups.append({"params": nod, "lr": lr * scale, "weight_decay": 0.0, "lr_scale": scale})
+    groups = optimizer_groups(model, layer_scales(model, decay, n_layers))
+    for g in groups:
+        g["lr"] = lr * g["lr_scale"]
+        g["weight_decay"] = weight_decay if g["decay"] else 0.0
+    return groups
 
-    add(list(model.head.parameters()), 1.0)
-    for i, layer in enumerate(enc.layers):
-        add(list(layer.parameters()), decay ** (L + 1 - i))
-    add(list(enc.embeddings.parameters()), decay ** (L + 2))
-    return [g for g in groups if g["params"]]
+
+def classifier(encoder: FlexiBERTEncoder, task: Task, cfg: FinetuneConfig) -> SequenceClassifier:
+    """The encoder with the task's head, initialised as the TF code does (the output layer
+    Glorot-uniform from a generator seeded by ``cfg.seed``, its bias 0)."""
+    import copy
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)
+        model = SequenceClassifier(copy.deepcopy(encoder), 1 if task.labels is None else len(task.labels), head=cfg.head)
+        if cfg.head == "electra_tf":
+            with torch.no_grad():
+                glorot_uniform_(model.head[-1].weight)
+    return use_attention(model, cfg.attention)
+
+
+def task_loss(task: Task, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The TF task's loss of a replica's examples, *summed* over them (``FinetuningModel``
+    sums the per-example losses): cross-entropy, or the squared error of the (scaled) target."""
+    if task.labels is None:
+        return ((out.squeeze(-1) - y) ** 2).sum()
+    return F.cross_entropy(out, y, reduction="sum")
+
+
+def training_examples(task: Task, train: list[tuple[tuple[str, ...], Any]], cfg: FinetuneConfig,
+                      ) -> list[tuple[tuple[str, ...], Any]]:
+    """The examples the task trains on: ``train``, then - for MRPC and STS-B with
+    ``double_unordered`` - each pair again with its sentences swapped (as ``MRPC`` and
+    ``STS._create_examples`` append them)."""
+    if cfg.double_unordered and task.double_unordered:
+        return train + [((t[1], t[0]), lab) for t, lab in train]
+    return list(train)
+
+
+def finetune_steps(n_examples: int, epochs: int, batch_size: int) -> int:
+    """The reference's step count: the examples padded to a multiple of the batch, then
+    ``int(n_padded // batch_size * epochs)``."""
+    return int(math.ceil(n_examples / batch_size) * epochs)
 
 
 def finetune(encoder: FlexiBERTEncoder, task_name: str, data: str | Path, tok: TextTokenizer,
              cfg: FinetuneConfig | None = None, device: str | torch.device = "cpu") -> dict[str, Any]:
-    """Finetune a copy of ``encoder`` on one task; returns dev metrics, the mean training
-    loss of the last epoch, and timings. ``device``: "cpu", "cuda[:<index>]" or "auto"."""
-    import copy
-
+    """Finetune a copy of ``encoder`` on one task; returns the score (the authors' rounding),
+    dev metrics, the mean training loss of the last epoch, and timings. ``device``: "cpu",
+    "cuda[:<index>]" or "auto"."""
     cfg = cfg or FinetuneConfig()
     dev = resolve_device(device)
     if task_name not in TASKS:
@@ -276,40 +348,45 @@ def finetune(encoder: FlexiBERTEncoder, task_name: str, data: str | Path, tok: T
         train = [train[i] for i in sorted(rng.permutation(len(train))[: cfg.max_train_examples])]
     if cfg.max_dev_examples:
         dev_set = dev_set[: cfg.max_dev_examples]
+    n_read = len(train)
+    train = training_examples(task, train, cfg)
     Xtr = _encode(train, task, tok, cfg.max_seq_len)
     Xdv = _encode(dev_set, task, tok, cfg.max_seq_len)
-    torch.manual_seed(cfg.seed)
-    model = SequenceClassifier(copy.deepcopy(encoder), 1 if task.labels is None else len(task.labels), head=cfg.head).to(dev)
-    use_attention(model, cfg.attention)
-    groups = layerwise_groups(model, cfg.learning_rate, cfg.layer_decay, cfg.weight_decay, cfg.decay_layers)
-    opt = make_adamw(groups, cfg.learning_rate, 1e-8, cfg.adamw)  # torch's default eps, as before
+    model = classifier(encoder, task, cfg).to(dev)
+    opt = make_optimizer(model, cfg, layer_scales(model, cfg.layer_decay, cfg.decay_layers))
     forward = torch.compile(model) if cfg.compile else model
     amp = autocast(dev, cfg.precision)
     nb = dev.type == "cuda"
     epochs = cfg.epochs or task.epochs
-    steps = epochs * math.ceil(len(train) / cfg.batch_size)
-    warm = max(1, int(cfg.warmup_fraction * steps))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: (s + 1) / warm if s < warm else max(0.0, (steps - s) / max(1, steps - warm)))
+    per_epoch = math.ceil(len(train) / cfg.batch_size)
+    steps = finetune_steps(len(train), epochs, cfg.batch_size)
+    warmup = steps * cfg.warmup_fraction
+    params = unique_parameters(model)
+    shard = cfg.batch_size // cfg.replicas
     t0 = time.perf_counter()
     model.train()
     epoch_loss = torch.zeros((), device=dev)
+    step = 0
     for ep in range(epochs):
         perm = torch.from_numpy(np.random.default_rng([cfg.seed, ep]).permutation(len(train)))
         epoch_loss = torch.zeros((), device=dev)  # summed on the device: no sync per step
+        torch.manual_seed(cfg.seed * 1_000_003 + ep)  # dropout
         for s in range(0, len(train), cfg.batch_size):
             b = perm[s : s + cfg.batch_size]
             ids, m, tt, y = (x[b].to(dev, non_blocking=nb) for x in Xtr)
-            with amp:
-                out = forward(ids, m, tt)
-            out = out.float()
-            loss = F.mse_loss(out.squeeze(-1), y) if task.labels is None else F.cross_entropy(out, y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            epoch_loss += loss.detach()
-    train_loss = float(epoch_loss) / math.ceil(len(train) / cfg.batch_size)
+
+            def losses() -> Any:
+                for r in range(0, len(b), shard):  # a replica with no examples adds a zero gradient
+                    with amp:
+                        out = forward(ids[r : r + shard], m[r : r + shard], tt[r : r + shard])
+                    loss = task_loss(task, out.float(), y[r : r + shard])
+                    nonlocal epoch_loss
+                    epoch_loss = epoch_loss + loss.detach() / len(b)
+                    yield loss
+
+            finetune_step(model, opt, params, losses(), cfg, step, steps, warmup)
+            step += 1
+    train_loss = float(epoch_loss) / per_epoch
     train_s = time.perf_counter() - t0
     model.eval()
     preds = []
@@ -323,6 +400,27 @@ def finetune(encoder: FlexiBERTEncoder, task_name: str, data: str | Path, tok: T
     pred = torch.cat(preds).numpy()
     gold = Xdv[3].numpy()
     metrics = task_metrics(task, pred, gold)
-    return {"task": task.name, "score": 100 * metrics[task.metric if task.metric != "mcc" else "mcc"], "metrics": metrics,
+    return {"task": task.name, "score": task_score(task, metrics), "metrics": metrics, "train_examples_read": n_read,
             "train_examples": len(train), "dev_examples": len(dev_set), "epochs": epochs, "steps": steps,
-            "train_loss": train_loss, "seconds": train_s}
+            "warmup_steps": warmup, "train_loss": train_loss, "seconds": train_s}
+
+
+def finetune_step(model: torch.nn.Module, opt: Any, params: list[torch.nn.Parameter], losses: Any, cfg: FinetuneConfig,
+                  step: int, total: int, warmup: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """One optimiser step: the replicas' ``losses`` (an iterable, computed one at a time)
+    give per-replica clipped gradients that are summed; the update runs at
+    ``learning_rate(step, cfg.learning_rate, total, warmup)`` times each group's layer
+    factor. Returns the per-replica gradient norms before and after clipping."""
+    grads, norms, clipped = replica_gradients(params, losses, cfg.max_grad_norm)
+    for p, g in zip(params, grads):
+        p.grad = g
+    opt.step(learning_rate(step, cfg.learning_rate, total, warmup), step + 1)
+    for p in params:
+        p.grad = None
+    return norms, clipped
+
+
+def task_score(task: Task, metrics: dict[str, float]) -> float:
+    """The task's benchmark score: its first reported metric x 100 rounded to 2 decimals
+    (``write_results`` prints ``{:.2f}``, the runner parses the first number)."""
+    return float(f"{100 * metrics[task.metric]:.2f}")

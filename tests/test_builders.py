@@ -65,8 +65,16 @@ def test_read_real_rte():
 
 
 def test_schedule_and_layerwise_decay():
+    # the authors' schedule (model/optimization.py, pinned at all 100,000 steps by
+    # tests/reference/test_tf_recipe.py): polynomial decay from step 0 times a linear warm-up,
+    # so the rate is 0 at step 0 and lr * (1 - W/T) at the end of warm-up - not lr (the
+    # old builders warmed up to lr and decayed from there)
     cfg = PretrainConfig(steps=100, warmup_steps=10)
-    assert schedule(0, cfg) == pytest.approx(0.1) and schedule(9, cfg) == 1.0 and schedule(100, cfg) == 0.0
+    f = np.float32
+    assert schedule(0, cfg) == 0.0 and schedule(100, cfg) == 0.0
+    assert schedule(5, cfg) == f(f(5e-4) * (f(1) - f(5) / f(100)) * (f(5) / f(10)))
+    assert schedule(10, cfg) == f(f(5e-4) * (f(1) - f(10) / f(100))) and schedule(10, cfg) == pytest.approx(4.5e-4)
+    assert schedule(50, cfg) == pytest.approx(2.5e-4) and schedule(10, cfg) > schedule(11, cfg)
     from nasbench_bert.models import SequenceClassifier, build_flexibert
 
     m = SequenceClassifier(build_flexibert("256/SA-SDP-h4-512x1/SA-SDP-h4-512x1/SA-SDP-h4-512x1/SA-SDP-h4-512x1"), 2)
@@ -197,6 +205,17 @@ def test_end_to_end_entry_on_real_rte(corpus, tmp_path, data_dir):
     # the default regenerates the benchmark's model (as trained); 4,319,616 as specified
     assert e["semantics"] == "as_trained" and e["environment"]["torch"] == torch.__version__
     assert e["num_params"] == flexibert_num_params(ARCH, "as_trained") == 4369408
+    # the entry records its full recipe: the authors' optimiser and schedule, seeds,
+    # versions, and the tiny run's departures from the authors' recipe, each named
+    rec = e["recipe"]
+    assert rec["optimizer"]["pretrain"]["name"] == rec["optimizer"]["finetune"]["name"] == "adam_weight_decay"
+    assert rec["optimizer"]["pretrain"]["bias_correction"] is False and rec["optimizer"]["pretrain"]["eps"] == 1e-6
+    assert rec["schedule"]["pretrain"] == {"kind": "polynomial_decay(power=1) * min(1, step / warmup)", "total_steps": 200,
+                                           "warmup_steps": 20, "peak_learning_rate": 5e-4}
+    assert rec["seeds"] == {"pretrain": 0, "finetune": 0} and rec["versions"]["torch"] == torch.__version__
+    assert set(rec["deviations"]) == {f"pretrain.{k}" for k in ("steps", "batch_size", "seq_len", "warmup_steps", "vocab_size",
+                                                                  "corpus")} | {f"finetune.{k}" for k in TINY_FT}
+    assert rec["finetune"]["learning_rate"] == 5e-4 and rec["finetune"]["decay_layers"] == 12
     # idempotent: a second call returns the stored entry without rebuilding
     t0 = time.perf_counter()
     again = build_entry(ARCH, corpus=corpus, glue=RTE, tasks=["rte"], pretrain_config=TINY_PRE, finetune_config=TINY_FT, results=res)
@@ -246,6 +265,43 @@ def test_hub_dataset_loader_on_local_data(tmp_path):
 
 
 # -- recipes: an entry means what its recipe says ---------------------------------------------------
+def test_recipe_defaults_to_the_authors_and_records_deviations():
+    """build_entry's default recipe is the authors' (no deviation); an explicit option such
+    as bias-corrected AdamW is recorded as a deviation and changes the key; the record
+    passes the entry schema, and a malformed one does not."""
+    from nasbench_bert.builders.entry import make_recipe
+
+    base = make_recipe()
+    assert base.deviations() == {}
+    pc, fc = base.pretrain, base.finetune
+    assert (pc.optimizer, pc.learning_rate, pc.warmup_steps, pc.steps, pc.batch_size, pc.replicas, pc.adam_eps) == \
+        ("adam_weight_decay", 5e-4, 10_000, 100_000, 128, 8, 1e-6)
+    assert (fc.optimizer, fc.learning_rate, fc.layer_decay, fc.decay_layers, fc.double_unordered, fc.adam_eps) == \
+        ("adam_weight_decay", 5e-4, 0.8, 12, True, 1e-6)
+    fast = make_recipe(pretrain_config={"optimizer": "adamw"}, finetune_config={"optimizer": "adamw"})
+    assert fast.deviations() == {"pretrain.optimizer": {"value": "adamw", "authors": "adam_weight_decay"},
+                                 "finetune.optimizer": {"value": "adamw", "authors": "adam_weight_decay"}}
+    assert fast.key != base.key and fast.record()["optimizer"]["pretrain"]["bias_correction"] is True
+    spec = make_recipe(semantics="as_specified")  # Table 3's finetuning: listed as departures
+    assert spec.deviations() == {"finetune.learning_rate": {"value": 3e-4, "authors": 5e-4},
+                                 "finetune.decay_layers": {"value": None, "authors": 12}}
+    e = {**_fake_entry(ARCH, 50.0), "recipe": fast.record()}
+    validate_entry(e, require_recipe=True)
+    with pytest.raises(ValueError, match="recipe"):
+        validate_entry(_fake_entry(ARCH, 50.0), require_recipe=True)
+    for path, value in [(("optimizer", "pretrain", "name"), "sgd"), (("key",), "xyz"), (("versions",), {})]:
+        bad = json.loads(json.dumps(e))
+        d = bad["recipe"]
+        for k in path[:-1]:
+            d = d[k]
+        d[path[-1]] = value
+        with pytest.raises(ValueError):
+            validate_entry(bad)
+    del e["recipe"]["deviations"]
+    with pytest.raises(ValueError, match="deviations"):
+        validate_entry(e)
+
+
 def test_recipe_key_changes_with_what_is_computed_only():
     from nasbench_bert.builders.entry import EXECUTION_FIELDS, make_recipe
 

@@ -161,7 +161,7 @@ def test_sdpa_pretraining_follows_the_eager_losses_on_cpu(corpus, tok):
     losses agree to rounding (measured 2e-7 relative over 200 steps). A wrong dropout
     probability, scale or mask in the SDPA path breaks this. (GPU kernels draw their
     own masks: there only the distribution is the same, see the test above.)"""
-    small = {"steps": 10, "batch_size": 4, "seq_len": 16}
+    small = {"steps": 10, "batch_size": 4, "seq_len": 16, "replicas": 2}  # batch 4 over 2 replicas (the recipe's 8 need a multiple of 8); options are compared with each other
     a = np.array(pretrain(ARCH, cfg(corpus, **small), tokenizer=tok).losses)
     b = np.array(pretrain(ARCH, cfg(corpus, **small, attention="sdpa"), tokenizer=tok).losses)
     assert np.max(np.abs(a - b) / a) <= 1e-5
@@ -184,7 +184,7 @@ def bf16_vs_fp32(corpus: str, tok, steps: int, window: int, **kw) -> tuple[float
 def test_bf16_loss_curve_stays_within_tolerance_of_fp32_short(corpus, tok):
     """The default suite's form (40 steps of batch 4 x 16, ~5 s), with the tolerances of
     the 200-step test below."""
-    win_rel, step_rel, wy = bf16_vs_fp32(corpus, tok, 40, 10, batch_size=4, seq_len=16)
+    win_rel, step_rel, wy = bf16_vs_fp32(corpus, tok, 40, 10, batch_size=4, seq_len=16, replicas=2)
     assert win_rel <= BF16_WINDOW_RTOL and step_rel <= BF16_STEP_RTOL, (win_rel, step_rel)
     assert wy[-1] < 0.9 * wy[0]
 
@@ -208,7 +208,7 @@ def test_bf16_loss_curve_stays_within_tolerance_of_fp32(corpus, tok):
 
 # -- AdamW implementations ----------------------------------------------------------------------------
 def test_fused_and_foreach_adamw_follow_the_default(corpus, tok, tmp_path):
-    small = {"steps": 8, "batch_size": 4, "seq_len": 16}
+    small = {"steps": 8, "batch_size": 4, "seq_len": 16, "replicas": 2}  # batch 4 over 2 replicas (the recipe's 8 need a multiple of 8); options are compared with each other
     base = pretrain(ARCH, cfg(corpus, **small), tokenizer=tok).losses
     for impl in ("foreach", "fused"):
         wd = tmp_path / impl
@@ -267,7 +267,7 @@ def test_compiled_pretraining_gives_the_eager_losses(corpus, tok, monkeypatch):
     import torch._inductor.config as inductor_config
 
     monkeypatch.setattr(inductor_config, "fallback_random", True)
-    c = {"steps": 5, "batch_size": 4}
+    c = {"steps": 5, "batch_size": 4, "replicas": 2}  # batch 4 over 2 replicas (the recipe's 8 need a multiple of 8); options are compared with each other
     base = pretrain("128/SA-SDP-h2-512x1/SA-SDP-h2-512x1", cfg(corpus, **c), tokenizer=tok).losses
     r = pretrain("128/SA-SDP-h2-512x1/SA-SDP-h2-512x1", cfg(corpus, **c, compile=True), tokenizer=tok).losses
     torch._dynamo.reset()
@@ -317,13 +317,20 @@ def test_batches_are_the_same_rows_and_masks_in_the_same_order(corpus, tok, tmp_
         perm = np.random.default_rng([seed, epoch]).permutation(n)
         rows = [perm[(pos + i) % n] for i in range(B)]
         ids = torch.from_numpy(mem[rows])
-        masked = (torch.rand(ids.shape, generator=g) < 0.15) & ~torch.isin(ids, special)
+        # ELECTRA's masking (pinned to the authors' TF code by tests/reference/test_tf_recipe.py)
+        # on the step generator's draws: the positions' noise, then the [MASK]-or-keep noise
+        N = corpus_mod.max_predictions(0.15, 32)
+        u_pos, u_keep = torch.rand((B, N, 32), generator=g), torch.rand((B, N), generator=g)
+        m = corpus_mod.electra_mask(ids, (ids != tok.pad_id).long(), u_pos, u_keep, mask_prob=0.15, cls_id=tok.cls_id,
+                                    sep_id=tok.sep_id, mask_id=tok.mask_id)
         u = torch.rand(5, generator=g)  # the next draw from the step's generator
         for src in (a, b):
             x = src(step)
             assert torch.equal(x.ids, ids) and x.ids.dtype == torch.int64
-            assert torch.equal(x.masked_index, masked.view(-1).nonzero().squeeze(1))
-            assert torch.equal(x.generator_input, ids.masked_fill(masked, tok.mask_id))
+            assert torch.equal(x.masked.positions, m.positions) and torch.equal(x.masked.weights, m.weights)
+            assert torch.equal(x.masked.generator_input, m.generator_input)
+            used = x.masked.weights.bool()  # the used slots name real, non-special tokens
+            assert used.any() and not torch.isin(ids.gather(1, x.masked.positions)[used], special).any()
             assert torch.equal(torch.rand(5, generator=x.generator), u)
 
 
@@ -333,7 +340,8 @@ def test_prefetcher_yields_the_same_batches_and_stops_cleanly(corpus, tok):
     with Prefetcher(src, 3, 20, depth=2) as pf:
         got = list(pf)
     assert [x.step for x in got] == list(range(3, 20))
-    assert all(torch.equal(x.ids, src(x.step).ids) and torch.equal(x.masked_index, src(x.step).masked_index) for x in got)
+    assert all(torch.equal(x.ids, src(x.step).ids) and torch.equal(x.masked.positions, src(x.step).masked.positions)
+               for x in got)
 
     def boom(step):
         if step == 5:
@@ -355,7 +363,7 @@ def test_prefetcher_yields_the_same_batches_and_stops_cleanly(corpus, tok):
 def test_pretokenized_corpus_and_prefetch_give_the_plain_loops_losses(corpus, tok, tmp_path):
     """The memory-mapped corpus and the prefetching thread change where batches come
     from, not what they are: the losses are bit-identical to the plain loop's."""
-    small = {"steps": 6, "batch_size": 4, "seq_len": 16}
+    small = {"steps": 6, "batch_size": 4, "seq_len": 16, "replicas": 2}  # batch 4 over 2 replicas (the recipe's 8 need a multiple of 8); options are compared with each other
     base = pretrain(ARCH, cfg(corpus, **small), tokenizer=tok)
     r = pretrain(ARCH, cfg(corpus, **small, pretokenized=True, corpus_cache=str(tmp_path), prefetch=2), tokenizer=tok)
     assert r.losses == base.losses and r.gen_losses == base.gen_losses
@@ -370,7 +378,7 @@ def test_checkpoint_minutes_saves_by_wall_time(corpus, tok, tmp_path, monkeypatc
     def tick(step, loss):  # every step takes 25 s of "wall time"
         now[0] += 25.0
 
-    c = {"steps": 10, "checkpoint_every": 1000, "batch_size": 4, "seq_len": 16}
+    c = {"steps": 10, "checkpoint_every": 1000, "batch_size": 4, "seq_len": 16, "replicas": 2}  # batch 4 over 2 replicas (the recipe's 8 need a multiple of 8); options are compared with each other
     r = pretrain(ARCH, cfg(corpus, **c, checkpoint_minutes=1.0), tokenizer=tok, workdir=tmp_path / "a", on_step=tick)
     assert r.checkpoints == [3, 6, 9, 10]  # 75 s, 150 s, 225 s after the last one; and the end
     r = pretrain(ARCH, cfg(corpus, **c), tokenizer=tok, workdir=tmp_path / "b", on_step=tick)
@@ -425,13 +433,16 @@ def test_training_flops_equal_torchs_count_of_a_pretraining_step(arch, semantics
     seqs = np.array(list(pack(read_corpus(corpus), tok, 32)), dtype=np.int64)
     b = BatchSource(seqs, tok, 4, 0, 0.15)(0)
     model = ElectraPair(arch, semantics, seed=0)
-    c = cfg("text:unused", batch_size=4, semantics=semantics)
+    c = cfg("text:unused", batch_size=4, replicas=1, semantics=semantics)
     dev = torch.device("cpu")
     with FlopCounterMode(display=False) as fwd:
-        loss, _, _ = pretrain_mod._step(model, model.generator, model.discriminator, b, dev, autocast(dev, "fp32"), c, False)
+        loss, _, _ = pretrain_mod.electra_losses(model, b, c, replica=0, sampler=pretrain_mod.gumbel_sampler(b, c, dev),
+                                                 amp=autocast(dev, "fp32"))
     with FlopCounterMode(display=False) as bwd:
         loss.backward()
-    m = len(b.masked_index)
+    # ELECTRA's generator head runs at all max_predictions slots of every sequence (unused
+    # slots carry weight 0), so the masked-token count is B x N
+    m = b.masked.positions.numel()
     forward = electra_pretraining_flops(arch, 4, 32, semantics, masked_tokens=m, backward=False)
     assert fwd.get_total_flops() == forward
     assert electra_pretraining_flops(arch, 4, 32, semantics, masked_tokens=m) == 3 * forward

@@ -41,7 +41,7 @@ class HardwareMetrics:
 
 @dataclass(frozen=True)
 class FlexiBERTResult:
-    """One benchmark entry. Scores are GLUE dev scores x100 (CoLA: MCC, STS-B: Spearman).
+    """One benchmark entry. Scores are GLUE dev scores x100 (CoLA: MCC, STS-B: Pearson).
 
     Parameter counts belong to a semantics (:mod:`nasbench_bert.semantics`):
     ``num_params_as_trained`` is the model that earned these scores;
