@@ -10,8 +10,8 @@ every step is compared: the learning rate of every variable (exactly, in float32
 losses, the gradient norms before and after clipping, and every weight after the update.
 The schedule is compared at all 100,000 pretraining steps and every layer-wise factor at
 every step of a finetuning schedule; the data reading (``double_unordered``), the step
-count, the tokenisation and the scores against the authors' task classes, ``featurize``,
-``Preprocessor``, scorers and the runner's results regex.
+count and the scores against the authors' task classes, ``Preprocessor``, scorers and the
+runner's results regex.
 
 Run in the reference venv (``.ci/run`` does)::
 
@@ -416,6 +416,8 @@ def test_pretraining_follows_the_tf_code_step_by_step(pretraining: dict[str, Any
     assert (hp["learning_rate"], hp["train_batch_size"], c["mask_prob"], c["disc_weight"], c["gen_weight"]) == (5e-4, 128, 0.15, 50.0, 1.0)
     assert (c["use_tpu"], c["num_tpu_cores"], c["embedding_size"], c["generator_hidden_size"]) == (True, 8, 128, 0.25)
     assert c["max_predictions"] == 19 and c["seq_len"] == 128
+    assert c["vocab_size"] == 30522 and c["do_lower_case"] is True  # BERT's uncased WordPiece size
+    # the generator's widths (H/4 = 64 here) are the builders': load_tf_weights matched every shape
     assert not res["init"]["mismatched"], res["init"]
     assert res["decay_mismatch"] == []
     assert all(s["masking_equal"] for s in res["steps"])
@@ -436,6 +438,7 @@ def test_finetuning_follows_the_tf_code_step_by_step(finetuning: dict[str, Any])
     assert c["train_batch_size"] == cfg.batch_size == 32 and c["replicas"] == cfg.replicas == 8
     assert c["double_unordered"] is cfg.double_unordered is True
     assert c["seq_len"] == cfg.max_seq_len == 128 and c["embedding_size"] == 128
+    assert c["vocab_size"] == 30522 and c["do_lower_case"] is True
     # the encoder is restored from pretraining; only the task layer's initialiser is the finetuning's own
     assert not {k: v for k, v in res["init"]["mismatched"].items() if k.startswith("head.")}, res["init"]
     assert res["decay_mismatch"] == []

@@ -330,7 +330,7 @@ def run_pretraining(arch_id: int = ARCH_ID, *, replicas: int = 8, per_replica: i
                              "sampled": tf.argmax(cap["fake"].sampled_tokens, -1, output_type=tf.int32)}}
         conf = {
             "arch_id": arch_id, "replicas": replicas, "per_replica": B, "seq_len": L, "max_predictions": N,
-            "vocab_size": config.vocab_size, "num_train_steps": config.num_train_steps,
+            "vocab_size": config.vocab_size, "do_lower_case": config.do_lower_case, "num_train_steps": config.num_train_steps,
             "num_warmup_steps": config.num_warmup_steps, "learning_rate": config.learning_rate,
             "weight_decay_rate": config.weight_decay_rate, "mask_prob": config.mask_prob, "gen_weight": config.gen_weight,
             "disc_weight": config.disc_weight, "embedding_size": config.embedding_size,
@@ -442,6 +442,7 @@ def run_finetuning(arch_id: int = ARCH_ID, task: str = "rte", *, replicas: int =
             "warmup_proportion": config.warmup_proportion, "weight_decay_rate": config.weight_decay_rate,
             "num_train_epochs": config.num_train_epochs, "train_batch_size": config.train_batch_size,
             "embedding_size": config.embedding_size, "double_unordered": config.double_unordered,
+            "vocab_size": config.vocab_size, "do_lower_case": config.do_lower_case,
             "hidden_dropout_prob_default": S["modeling"].BertConfig(VOCAB_SIZE).hidden_dropout_prob,
             "hparams": hparams, "seed": seed,
         }
@@ -572,25 +573,6 @@ def read_examples(task: str, folder: Path, split: str, upstream: Path | str = DE
         config = S["configure_finetuning"].FinetuningConfig("nas", str(data_dir), task_names=[task])
         t = S["task_builder"].get_tasks(config)[0]
         return [((e.text_a,) if e.text_b is None else (e.text_a, e.text_b), e.label) for e in t.get_examples(split)]
-
-
-def featurize(task: str, examples: list[tuple[tuple[str, ...], str]], vocab_file: Path, max_seq_length: int,
-              upstream: Path | str = DEFAULT_UPSTREAM) -> list[dict[str, Any]]:
-    """The authors' ``featurize`` (their ``FullTokenizer`` with ``vocab_file``, lower case) of
-    ``examples``: input ids, mask, segment ids and the label feature."""
-    S = _setup(Path(upstream))
-    from finetune.classification import classification_tasks as ct
-    from model import tokenization
-
-    with tempfile.TemporaryDirectory(prefix="tf_recipe_feat_") as tmp:
-        config = S["configure_finetuning"].FinetuningConfig("nas", tmp, task_names=[task], max_seq_length=max_seq_length)
-        tok = tokenization.FullTokenizer(vocab_file=str(vocab_file), do_lower_case=config.do_lower_case)
-        t = S["task_builder"].get_task(config, task, tok)
-        out = []
-        for i, (texts, label) in enumerate(examples):
-            ex = ct.InputExample(i, task, texts[0], texts[1] if len(texts) > 1 else None, label)
-            out.append(t.featurize(ex, True))
-        return out
 
 
 def authors_score(task: str, preds: list[Any], golds: list[Any], upstream: Path | str = DEFAULT_UPSTREAM) -> dict[str, Any]:
