@@ -12,10 +12,12 @@ The layers, bottom up (each imports only from those below it):
   search spaces, what model an arch string means, analytic parameter counts;
 * :mod:`~nasbench_bert.data` - tables, the release importer, the Hub, data resolution;
 * :mod:`~nasbench_bert.benchmark` - the query API;
-* :mod:`~nasbench_bert.surrogate`, :mod:`~nasbench_bert.scoring`, :mod:`~nasbench_bert.text` -
-  whole-space predictions, proxy scoring, corpora and tokenizers;
+* :mod:`~nasbench_bert.surrogate`, :mod:`~nasbench_bert.text` - whole-space predictions,
+  corpora and tokenizers;
 * :mod:`~nasbench_bert.models`, :mod:`~nasbench_bert.proxies` - PyTorch models and live
   proxies (the ``[torch]`` extra);
+* :mod:`~nasbench_bert.scoring`, :mod:`~nasbench_bert.evaluation` - proxies scored against
+  the stored results, and the one-call evaluation of a new proxy beside the baselines;
 * :mod:`~nasbench_bert.search` - NAS algorithms behind oracles;
 * :mod:`~nasbench_bert.cli` - the ``nasbench-bert`` command;
 * :mod:`nasbench_bert.builders` - regenerating entries (the ``[build]`` extra; a plugin of

@@ -354,7 +354,7 @@ def cmd_proxies_score(args: argparse.Namespace) -> None:
 
 def cmd_proxies_evaluate(args: argparse.Namespace) -> None:
     """One command for a new proxy: computed on every model, ranked beside the baselines."""
-    from .proxies.evaluation import BENCHMARKS, evaluate, nlp_runs
+    from .evaluation import BENCHMARKS, evaluate, nlp_runs
 
     fmt = args.format
     if args.out is not None:

@@ -25,7 +25,7 @@ from nasbench_bert.hardware import model_key  # noqa: E402
 from nasbench_bert.models import build_flexibert  # noqa: E402
 from nasbench_bert.models.nlp_rnn import build_nlp_rnn  # noqa: E402
 from nasbench_bert.proxies import registry  # noqa: E402
-from nasbench_bert.proxies.evaluation import nlp_runs  # noqa: E402
+from nasbench_bert.evaluation import nlp_runs  # noqa: E402
 from nasbench_bert.proxies.inputs import make_batch  # noqa: E402
 from nasbench_bert.proxies.sweep import default_batch  # noqa: E402
 from nasbench_bert.semantics import get_semantics  # noqa: E402

@@ -21,7 +21,7 @@ _EXPORTS = {
     "BatchSpec": ".inputs", "make_batch": ".inputs",
     "register": ".registry", "get": ".registry", "REGISTRY": ".registry", "NEEDS": ".registry",
     "Proxy": ".registry", "ProxyValue": ".registry",
-    "evaluate": ".evaluation", "Evaluation": ".evaluation", "register_callable": ".callables",
+    "evaluate": "..evaluation", "Evaluation": "..evaluation", "register_callable": ".callables",
     "score": "..scoring", "score_stored": "..scoring", "scatter": "..scoring", "paper_figures": "..scoring",
     "partial_tau": "..scoring", "to_markdown": "..scoring",
     "scoring": "..scoring",

@@ -9,7 +9,7 @@ the semantics defines, through the cached, resumable, executor-aware sweep
 (:func:`nasbench_bert.proxies.compute`) - and scores it with
 :func:`nasbench_bert.scoring.score` beside:
 
-* the trivial spec baselines (:mod:`.baselines`, kind ``"baseline"``);
+* the trivial spec baselines (:mod:`.proxies.baselines`, kind ``"baseline"``);
 * every registered analytic score of group ``"published"`` (kind ``"published"``);
 * on request, other registered proxies computed the same way (``compare``, kind
   ``"compare"``).
@@ -39,16 +39,16 @@ from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 
-from ..checks import check_bool, check_int, check_names, check_seed
-from ..vocabulary import BenchmarkLike
-from ..data.tables import GLUE_TASKS
-from ..errors import InvalidArgumentError
-from ..executors import check_executor
-from ..semantics import SEMANTICS, Semantics, get_semantics
-from . import registry
-from .baselines import analytic_values, trivial_names
-from .callables import ProxyReturnError, register_callable
-from .inputs import BatchSpec
+from .checks import check_bool, check_int, check_names, check_seed
+from .vocabulary import BenchmarkLike
+from .data.tables import GLUE_TASKS
+from .errors import InvalidArgumentError
+from .executors import check_executor
+from .semantics import SEMANTICS, Semantics, get_semantics
+from .proxies import registry
+from .proxies.baselines import analytic_values, trivial_names
+from .proxies.callables import ProxyReturnError, register_callable
+from .proxies.inputs import BatchSpec
 
 #: the benchmarks :func:`evaluate` can rank on
 BENCHMARKS: tuple[str, ...] = ("flexibert", "nlp")
@@ -91,7 +91,7 @@ class Evaluation:
     def to_markdown(self, digits: int = 3) -> str:
         """One table per benchmark and semantics on the headline target (GLUE average,
         PTB test loss), every score beside the proxy, then the proxy's per-task τ."""
-        from ..scoring import to_markdown
+        from .scoring import to_markdown
 
         out = [f"## Evaluation of `{self.proxy}`\n"]
         for (bm, sem), block in self.rows.groupby(["benchmark", "semantics"], sort=False):
@@ -162,7 +162,7 @@ def _resolve_proxy(proxy: Any, higher_is_better: bool) -> tuple[str, bool]:
 
 
 def _batches(batch: Any, benchmarks: Sequence[str]) -> dict[str, BatchSpec]:
-    from .sweep import default_batch
+    from .proxies.sweep import default_batch
 
     if batch is None:
         return {b: default_batch(b) for b in benchmarks}
@@ -196,7 +196,7 @@ class _Items:
 
 
 def _flexibert_items(bench: BenchmarkLike | None, ids: list[int] | None) -> _Items:
-    from ..spaces.flexibert import Arch
+    from .spaces.flexibert import Arch
 
     flex = bench.to_pandas()
     ids = list(range(len(flex))) if ids is None else ids
@@ -213,7 +213,7 @@ def nlp_runs(bench: BenchmarkLike | None) -> pd.DataFrame:
 
 
 def _nlp_items(bench: BenchmarkLike | None, pos: list[int] | None) -> _Items:
-    from ..spaces.nlp import parse_recipe
+    from .spaces.nlp import parse_recipe
 
     runs = nlp_runs(bench)
     if pos is not None:
@@ -227,7 +227,7 @@ def _group_keys(space: str, items: _Items, sem: Semantics, dedupe: bool) -> list
     if space == "flexibert":
         if not dedupe:
             return [f"row{i}" for i in range(len(items.keys))]
-        from ..hardware import model_key
+        from .hardware import model_key
 
         return [model_key(sem.plan(a)) for a in items.keys]
     return list(items.ident.recipe_hash) if dedupe else list(items.ident.log_name)
@@ -239,7 +239,7 @@ def _sweep(space: str, items: _Items, names: list[str], sem: Semantics, *, dedup
     """Values of the model-based proxies ``names`` for every row, computing one
     representative per identical model; columns: the proxies, ``<proxy>__error``,
     ``model_key``, ``shared``, ``cached``, ``error``."""
-    from .sweep import compute
+    from .proxies.sweep import compute
 
     groups = _group_keys(space, items, sem, dedupe)
     first: dict[str, int] = {}
@@ -267,8 +267,8 @@ def _sweep(space: str, items: _Items, names: list[str], sem: Semantics, *, dedup
 def _probe(space: str, key: Any, name: str, spec: BatchSpec, sem: Semantics, seed: int, dtype: str) -> None:
     """Run a callable proxy on one model before the sweep: a broken function (wrong
     signature, a non-number returned) fails here, in seconds, naming the arch."""
-    from .engine import run_one
-    from .inputs import make_batch
+    from .proxies.engine import run_one
+    from .proxies.inputs import make_batch
 
     row = run_one(space, key, registry.get(space, [name]), spec, make_batch(spec), sem, seed, dtype)
     err = row.get(f"{name}__error")
@@ -305,7 +305,7 @@ def evaluate(
 
     ``proxy``: a registered name, ``"module:function"`` (or ``"path/file.py:function"``),
     or a callable ``(model, batch) -> float`` (registered as ``module:qualname``; see
-    :mod:`.callables` for what ``model`` and ``batch`` are in each space;
+    :mod:`.proxies.callables` for what ``model`` and ``batch`` are in each space;
     ``higher_is_better`` is its declared orientation, fixed before looking at results).
     ``semantics``: a name, a list, or ``"all"`` (default ``"as_trained"``, the model
     behind the GLUE scores). ``benchmarks``: ``"flexibert"``, ``"nlp"`` or both; default
@@ -324,7 +324,7 @@ def evaluate(
     BatchSpec}``. ``bootstrap``/``seed``: the intervals' resamples and the proxy seed.
     """
     t0 = time.perf_counter()
-    from . import builtin as _builtin  # noqa: F401  (every registered proxy, the published analytic ones included)
+    from .proxies import builtin as _builtin  # noqa: F401  (every registered proxy, the published analytic ones included)
 
     sems = _semantics_list(semantics)
     for name, v in (("tasks", tasks), ("higher_is_better", higher_is_better), ("dedupe", dedupe), ("progress", progress)):
@@ -362,7 +362,7 @@ def evaluate(
             raise InvalidArgumentError(f"compare = {compare!r}: {c!r} is not registered for {bms}; allowed values: "
                                        f"{sorted({n for b in bms for n in registry.REGISTRY[b]})}")
     if bench is None:
-        from ..benchmark import Benchmark
+        from .benchmark import Benchmark
 
         bench = Benchmark.load(progress=False)
     id_list = _positions("ids", ids, len(bench)) if "flexibert" in bms else None
@@ -380,7 +380,7 @@ def _evaluate(name: str, bms: list[str], sems: list[Semantics], compare: list[st
               nlp_pos: list[int] | None, tasks: bool, dedupe: bool, cache_dir: Path | None, jobs: int, executor: str,
               ray_address: str | None, progress: bool, specs: dict[str, BatchSpec], seed: int, dtype: str,
               bootstrap: int, bench: BenchmarkLike | None, t0: float, callable_proxy: bool) -> Evaluation:
-    from ..scoring import score
+    from .scoring import score
 
     notes: list[str] = []
     rows, values = [], []
