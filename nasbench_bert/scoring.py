@@ -58,7 +58,7 @@ from .proxies import registry  # torch-free: the declarations, not the proxies
 from .semantics import AS_SPECIFIED
 from .sizes import flexibert_num_params, nlp_num_params
 from .spaces.flexibert import Arch
-from .vocabulary import BenchmarkLike
+from .vocabulary import SPACES, BenchmarkLike, SpaceName
 
 #: targets and whether higher is better
 TARGETS: dict[str, bool] = {"glue": True, **{t: True for t in GLUE_TASKS}, "test_loss": False, "wikitext2_loss": False}
@@ -532,7 +532,8 @@ class ScoringSpace:
     keys: Callable[[pd.DataFrame, Any], list[Any]]
 
 
-SCORING_SPACES: dict[str, ScoringSpace] = {
+#: one per search space of the package vocabulary (:data:`~nasbench_bert.vocabulary.SPACES`)
+SCORING_SPACES: dict[SpaceName, ScoringSpace] = {
     "flexibert": ScoringSpace(
         "flexibert", ("glue", *GLUE_TASKS, "num_params", "num_params_seed_compat", "num_params_as_trained"),
         _flexibert_lookup, _flexibert_stored, "glue",
@@ -543,11 +544,12 @@ SCORING_SPACES: dict[str, ScoringSpace] = {
         "nlp", ("test_loss", "wikitext2_loss", "num_params"), _nlp_lookup, lambda bench: _bench(bench).nlp.ptb.copy(),
         "test_loss", lambda df: ["num_params", *NLP_PROXY_COLUMNS.values()], "num_params", _nlp_context, _nlp_keys),
 }
+assert tuple(SCORING_SPACES) == SPACES  # a space added to the vocabulary needs its scoring adapter here
 
 
 def scoring_space(space: Any) -> ScoringSpace:
     """The scoring space named ``space`` (``"flexibert"`` or ``"nlp"``)."""
-    return SCORING_SPACES[check_choice("space", space, tuple(SCORING_SPACES))]
+    return SCORING_SPACES[check_choice("space", space, SPACES)]
 
 
 def _lookup(df: pd.DataFrame, target: str, bench: BenchmarkLike | None, space: str = "flexibert") -> np.ndarray:
