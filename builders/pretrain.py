@@ -510,6 +510,40 @@ def pretrain(arch: Any, cfg: PretrainConfig | None = None, *, workdir: str | os.
     cfg = cfg or PretrainConfig()
     a = Arch.coerce(arch)
     dev = resolve_device(device)
+    tok, seqs = _training_sequences(cfg, tokenizer)
+    model = build_model(a, cfg).to(dev)
+    opt = make_optimizer(model, cfg)
+    ck_dir, hist = _resume(workdir, cfg, model, opt, dev)
+
+    gen_encoder: Callable[..., torch.Tensor] = model.generator
+    disc_encoder: Callable[..., torch.Tensor] = model.discriminator
+    if cfg.compile:  # the encoders have static shapes; the heads at masked positions stay eager
+        gen_encoder, disc_encoder = torch.compile(model.generator), torch.compile(model.discriminator)
+    amp = autocast(dev, cfg.precision)
+    source = BatchSource(seqs, tok, cfg.batch_size, cfg.seed, cfg.mask_prob)
+    batches: Any = (Prefetcher(source, hist.start, cfg.steps, cfg.prefetch, pin=dev.type == "cuda") if cfg.prefetch
+                    else (source(s) for s in range(hist.start, cfg.steps)))
+
+    def step_fn(b: Batch) -> Any:
+        return train_step(model, opt, b, cfg, dev, gen_encoder=gen_encoder, disc_encoder=disc_encoder, amp=amp)
+
+    model.train()
+    t0 = time.perf_counter()
+    saved, t_warm = _run_steps(batches, step_fn, hist, cfg, dev, on_step, ck_dir, model, opt)
+    t1 = time.perf_counter()
+    secs = t1 - t0
+    trained = cfg.steps - hist.start
+    tokens = cfg.batch_size * cfg.seq_len
+    steady = ((cfg.steps - hist.start - _TIMING_WARMUP) * tokens / (t1 - t_warm) if t_warm is not None and t1 > t_warm
+              else math.nan)
+    return PretrainResult(hist.losses, hist.disc, hist.gen, secs, trained * tokens / secs if secs > 0 and trained else math.nan,
+                          hist.start, model, tok, str(dev), steady, saved)
+
+
+def _training_sequences(cfg: PretrainConfig, tokenizer: TextTokenizer | None) -> tuple[TextTokenizer, np.ndarray]:
+    """The tokenizer (``tokenizer``, or one fitted to the corpus) and the packed
+    training sequences of ``cfg.corpus`` (from the pretokenized cache when
+    ``cfg.pretokenized``; the corpus is then read only when the cache needs it)."""
     docs: list[str] | None = None
     if tokenizer is None:
         docs = read_corpus(cfg.corpus, cfg.max_documents)
@@ -526,13 +560,40 @@ def pretrain(arch: Any, cfg: PretrainConfig | None = None, *, workdir: str | os.
         seqs = np.array(list(pack(docs, tok, cfg.seq_len)), dtype=np.int64)
     if len(seqs) == 0:
         raise ValueError(f"corpus = {cfg.corpus!r} is too short for one sequence of {cfg.seq_len} tokens")
+    return tok, seqs
 
-    model = build_model(a, cfg).to(dev)
-    opt = make_optimizer(model, cfg)
-    losses: list[float] = []
-    dl: list[float] = []
-    gl: list[float] = []
-    start = 0
+
+@dataclass
+class _History:
+    """The per-step losses of one run (restored from the checkpoint it resumes) and the
+    step it starts at. A step's losses stay on the device until :meth:`flush`, so that
+    one device sync serves every step since the last one."""
+
+    losses: list[float] = field(default_factory=list)
+    disc: list[float] = field(default_factory=list)
+    gen: list[float] = field(default_factory=list)
+    start: int = 0
+    #: (loss, disc, gen) per step, still on the device
+    pending: list[torch.Tensor] = field(default_factory=list)
+
+    def add(self, rec: Any) -> None:
+        self.pending.append(torch.stack([rec.total.mean(), rec.disc.mean(), rec.gen.mean()]))
+
+    def flush(self) -> None:
+        if self.pending:
+            for total, d, g in torch.stack(self.pending).tolist():
+                self.losses.append(total)
+                self.disc.append(d)
+                self.gen.append(g)
+            self.pending.clear()
+
+
+def _resume(workdir: str | os.PathLike[str] | None, cfg: PretrainConfig, model: ElectraPair, opt: RecipeOptimizer,
+            dev: torch.device) -> tuple[Path | None, _History]:
+    """The checkpoint folder of ``workdir`` (None without one) and the history to go on
+    from: with a checkpoint there (of the same recipe, checked), ``model`` and ``opt``
+    are restored from the latest and the history is its; else an empty one."""
+    hist = _History()
     ck_dir = Path(workdir) / "checkpoints" if workdir is not None else None
     if ck_dir is not None:
         ck_dir.mkdir(parents=True, exist_ok=True)
@@ -543,63 +604,46 @@ def pretrain(arch: Any, cfg: PretrainConfig | None = None, *, workdir: str | os.
             st = torch.load(last, map_location=dev, weights_only=False)
             model.load_state_dict(st["model"])
             opt.load_state_dict(st["optimizer"])
-            losses, dl, gl, start = st["losses"], st["disc_losses"], st["gen_losses"], st["step"]
+            hist = _History(st["losses"], st["disc_losses"], st["gen_losses"], st["step"])
+    return ck_dir, hist
 
-    gen_encoder: Callable[..., torch.Tensor] = model.generator
-    disc_encoder: Callable[..., torch.Tensor] = model.discriminator
-    if cfg.compile:  # the encoders have static shapes; the heads at masked positions stay eager
-        gen_encoder, disc_encoder = torch.compile(model.generator), torch.compile(model.discriminator)
-    amp = autocast(dev, cfg.precision)
-    source = BatchSource(seqs, tok, cfg.batch_size, cfg.seed, cfg.mask_prob)
-    batches: Any = (Prefetcher(source, start, cfg.steps, cfg.prefetch, pin=dev.type == "cuda") if cfg.prefetch
-                    else (source(s) for s in range(start, cfg.steps)))
-    pending: list[torch.Tensor] = []  # (loss, disc, gen) per step, still on the device
 
-    def flush() -> None:  # one device sync for all steps since the last flush
-        if pending:
-            for total, d, g in torch.stack(pending).tolist():
-                losses.append(total)
-                dl.append(d)
-                gl.append(g)
-            pending.clear()
-
+def _run_steps(batches: Any, step_fn: Callable[[Batch], Any], hist: _History, cfg: PretrainConfig, dev: torch.device,
+               on_step: Callable[[int, float], None] | None, ck_dir: Path | None, model: ElectraPair,
+               opt: RecipeOptimizer) -> tuple[list[int], float | None]:
+    """Train on every batch of ``batches``, recording losses in ``hist`` and writing a
+    checkpoint to ``ck_dir`` every ``cfg.checkpoint_every`` steps, at the last step and
+    every ``cfg.checkpoint_minutes``. Returns the steps checkpointed and the time the
+    steady-state timing starts (None when the run is too short for one); the device
+    is synchronised before it returns."""
     saved: list[int] = []
-    model.train()
-    t0 = time.perf_counter()
     t_warm: float | None = None
     last_ck = _clock()
     try:
         for b in batches:
             step = b.step
-            rec = train_step(model, opt, b, cfg, dev, gen_encoder=gen_encoder, disc_encoder=disc_encoder, amp=amp)
-            pending.append(torch.stack([rec.total.mean(), rec.disc.mean(), rec.gen.mean()]))
+            hist.add(step_fn(b))
             done = step + 1
             if on_step is not None:
-                flush()
-                on_step(step, losses[-1])
-            if done - start == _TIMING_WARMUP and cfg.steps - done > 0:
+                hist.flush()
+                on_step(step, hist.losses[-1])
+            if done - hist.start == _TIMING_WARMUP and cfg.steps - done > 0:
                 _sync(dev)
                 t_warm = time.perf_counter()
             if ck_dir is not None and (done % cfg.checkpoint_every == 0 or done == cfg.steps or (
                     cfg.checkpoint_minutes is not None and _clock() - last_ck >= 60 * cfg.checkpoint_minutes)):
-                flush()
-                _save(ck_dir, done, model, opt, losses, dl, gl)
+                hist.flush()
+                _save(ck_dir, done, model, opt, hist.losses, hist.disc, hist.gen)
                 saved.append(done)
                 last_ck = _clock()
             elif done % cfg.log_every == 0:
-                flush()
+                hist.flush()
     finally:
         if isinstance(batches, Prefetcher):
             batches.close()
-    flush()
+    hist.flush()
     _sync(dev)
-    t1 = time.perf_counter()
-    secs = t1 - t0
-    trained = cfg.steps - start
-    tokens = cfg.batch_size * cfg.seq_len
-    steady = (cfg.steps - start - _TIMING_WARMUP) * tokens / (t1 - t_warm) if t_warm is not None and t1 > t_warm else math.nan
-    return PretrainResult(losses, dl, gl, secs, trained * tokens / secs if secs > 0 and trained else math.nan,
-                          start, model, tok, str(dev), steady, saved)
+    return saved, t_warm
 
 
 def build_model(arch: Any, cfg: PretrainConfig) -> ElectraPair:

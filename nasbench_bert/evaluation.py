@@ -33,14 +33,14 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 
-from .checks import check_bool, check_int, check_names, check_seed
-from .vocabulary import BenchmarkLike
+from .checks import check_bool, check_choice, check_int, check_names, check_seed
+from .vocabulary import DTYPES, ROW_KINDS, SPACES, BenchmarkLike, RowKind
 from .data.tables import GLUE_TASKS
 from .errors import InvalidArgumentError
 from .executors import check_executor
@@ -50,12 +50,10 @@ from .proxies.baselines import analytic_values, trivial_names
 from .proxies.callables import ProxyReturnError, register_callable
 from .proxies.inputs import BatchSpec
 
-#: the benchmarks :func:`evaluate` can rank on
-BENCHMARKS: tuple[str, ...] = ("flexibert", "nlp")
+#: the benchmarks :func:`evaluate` can rank on (the search spaces)
+BENCHMARKS: tuple[str, ...] = SPACES
 #: row kinds, in table order
-KINDS: tuple[str, ...] = ("candidate", "compare", "published", "baseline")
-#: each benchmark's headline target (its other targets follow it)
-HEADLINE = {"flexibert": "glue", "nlp": "test_loss"}
+KINDS: tuple[str, ...] = ROW_KINDS
 
 
 @dataclass(frozen=True)
@@ -86,7 +84,7 @@ class Evaluation:
 
     def candidate(self) -> pd.DataFrame:
         """The proxy's own rows."""
-        return self.rows[self.rows.kind == "candidate"].reset_index(drop=True)
+        return self.rows[_is_candidate(self.rows)].reset_index(drop=True)
 
     def to_markdown(self, digits: int = 3) -> str:
         """One table per benchmark and semantics on the headline target (GLUE average,
@@ -98,10 +96,11 @@ class Evaluation:
             head = block[block.target == HEADLINE[bm]].copy()
             head["proxy"] = [_label(p, k) for p, k in zip(head.proxy, head.kind)]
             head = head.sort_values("kendall_tau", ascending=False, na_position="last")
-            n = int(block.loc[block.kind == "candidate", "n"].max()) if (block.kind == "candidate").any() else 0
-            what = "GLUE average" if bm == "flexibert" else "PTB test loss (runs with a public recipe)"
+            is_cand = _is_candidate(block)
+            n = int(block.loc[is_cand, "n"].max()) if is_cand.any() else 0
+            what = _BENCHMARK_SPECS[bm].headline_label
             out.append(f"### {bm}, semantics `{sem}`: {what}, n = {n}\n\n" + to_markdown(head, digits))
-            cand = block[(block.kind == "candidate") & (block.target != HEADLINE[bm])]
+            cand = block[is_cand & (block.target != HEADLINE[bm])]
             if len(cand):
                 t = cand[["target", "n", "kendall_tau", "tau_ci_low", "tau_ci_high", "tau_tiebroken",
                           "tau_tiebroken_ci_low", "tau_tiebroken_ci_high", "tau_within_cell"]].copy()
@@ -112,8 +111,18 @@ class Evaluation:
         return "\n".join(out)
 
 
-def _label(name: str, kind: str) -> str:
-    return f"**{name}**" if kind == "candidate" else name if kind == "compare" else f"{name} ({kind})"
+def _is_candidate(rows: pd.DataFrame) -> pd.Series:
+    """Which leaderboard rows are the evaluated proxy's own."""
+    return rows.kind == "candidate"
+
+
+#: how the Markdown report labels a score of each row kind
+_LABELS: dict[str, str] = {"candidate": "**{name}**", "compare": "{name}", "published": "{name} (published)",
+                           "baseline": "{name} (baseline)"}
+
+
+def _label(name: str, kind: RowKind) -> str:
+    return _LABELS[kind].format(name=name)
 
 
 # -- argument checks -------------------------------------------------------------------------
@@ -222,15 +231,59 @@ def _nlp_items(bench: BenchmarkLike | None, pos: list[int] | None) -> _Items:
     return _Items(runs[["log_name", "recipe_hash"]].copy(), recipes, [(ln, r) for ln, r in zip(runs.log_name, recipes)])
 
 
+# -- what evaluate needs to know about each benchmark ------------------------------------------
+def _flexibert_group_keys(items: _Items, sem: Semantics, dedupe: bool) -> list[str]:
+    if not dedupe:
+        return [f"row{i}" for i in range(len(items.keys))]
+    from .hardware import model_key
+
+    return [model_key(sem.plan(a)) for a in items.keys]
+
+
+def _nlp_group_keys(items: _Items, sem: Semantics, dedupe: bool) -> list[str]:
+    return list(items.ident.recipe_hash) if dedupe else list(items.ident.log_name)
+
+
+def _nlp_note(items: _Items) -> str:
+    return (f"nlp: {len(items.keys)} PTB runs with a public recipe ({items.ident.recipe_hash.nunique()} distinct "
+            "recipes) against their PTB test loss; the other PTB runs have no recipe to build a model from")
+
+
+@dataclass(frozen=True)
+class _BenchmarkSpec:
+    """What :func:`evaluate` needs to know about one benchmark."""
+
+    #: the headline target, and how the Markdown report names it
+    headline: str
+    headline_label: str
+    #: the targets ranked beside the headline when ``tasks=True``
+    task_targets: tuple[str, ...]
+    #: the size column the partial τ controls for
+    control: str
+    #: (bench, selected positions) -> the rows
+    items: Callable[[BenchmarkLike | None, list[int] | None], _Items]
+    #: (rows, semantics, dedupe) -> each row's model identity (equal ones are computed once)
+    group_keys: Callable[[_Items, Semantics, bool], list[str]]
+    #: whether a model depends on the semantics (a NAS-Bench-NLP language model does not)
+    models_follow_semantics: bool
+    #: rows -> what the notes say about the rows ranked (None: nothing)
+    note: Callable[[_Items], str] | None = None
+
+
+_BENCHMARK_SPECS: dict[str, _BenchmarkSpec] = {
+    "flexibert": _BenchmarkSpec("glue", "GLUE average", GLUE_TASKS, "num_params_as_trained", _flexibert_items,
+                                _flexibert_group_keys, True),
+    "nlp": _BenchmarkSpec("test_loss", "PTB test loss (runs with a public recipe)", (), "num_params", _nlp_items,
+                          _nlp_group_keys, False, _nlp_note),
+}
+assert tuple(_BENCHMARK_SPECS) == BENCHMARKS
+#: each benchmark's headline target (its other targets follow it)
+HEADLINE = {b: s.headline for b, s in _BENCHMARK_SPECS.items()}
+
+
 def _group_keys(space: str, items: _Items, sem: Semantics, dedupe: bool) -> list[str]:
     """The identity of each row's model: rows with equal identities are computed once."""
-    if space == "flexibert":
-        if not dedupe:
-            return [f"row{i}" for i in range(len(items.keys))]
-        from .hardware import model_key
-
-        return [model_key(sem.plan(a)) for a in items.keys]
-    return list(items.ident.recipe_hash) if dedupe else list(items.ident.log_name)
+    return _BENCHMARK_SPECS[space].group_keys(items, sem, dedupe)
 
 
 def _sweep(space: str, items: _Items, names: list[str], sem: Semantics, *, dedupe: bool, spec: BatchSpec, seed: int,
@@ -322,137 +375,226 @@ def evaluate(
     ``progress``: progress on stderr (a bar on a terminal, plain lines otherwise).
     ``batch``: BatchSpec fields for every benchmark, or ``{benchmark: fields or
     BatchSpec}``. ``bootstrap``/``seed``: the intervals' resamples and the proxy seed.
+    ``bench``: the benchmark; without one it is loaded here (``Benchmark.load``), once.
     """
     t0 = time.perf_counter()
     from .proxies import builtin as _builtin  # noqa: F401  (every registered proxy, the published analytic ones included)
 
     sems = _semantics_list(semantics)
-    for name, v in (("tasks", tasks), ("higher_is_better", higher_is_better), ("dedupe", dedupe), ("progress", progress)):
-        check_bool(name, v)
+    for flag, v in (("tasks", tasks), ("higher_is_better", higher_is_better), ("dedupe", dedupe), ("progress", progress)):
+        check_bool(flag, v)
     jobs = int(check_int("jobs", jobs, low=1, high=1024))  # type: ignore[arg-type]
     executor = check_executor(executor, ray_address)
     seed = int(check_seed("seed", seed, none=False))  # type: ignore[arg-type]
     bootstrap = int(check_int("bootstrap", bootstrap, low=0, high=100_000))  # type: ignore[arg-type]
-    if dtype not in ("float32", "float64"):
-        raise InvalidArgumentError(f"dtype = {dtype!r} is not allowed; allowed values: ['float32', 'float64']")
+    dtype = check_choice("dtype", dtype, DTYPES)
     compare = check_names("compare", compare)
-    cache_dir = None
-    if cache is not None:
-        if not isinstance(cache, (str, os.PathLike)):
-            raise InvalidArgumentError(f"cache = {cache!r} is not allowed; allowed: a folder path or None")
-        cache_dir = Path(cache)
-        if cache_dir.exists() and not cache_dir.is_dir():
-            raise InvalidArgumentError(f"cache = {str(cache)!r} is a file; allowed: a folder (created if missing)")
+    cache_dir = _cache_dir(cache)
     # a callable stays registered in this process: its workers and a rerun find it by name
     name, callable_proxy = _resolve_proxy(proxy, higher_is_better)
-    if benchmarks is None:
-        bms = [b for b in BENCHMARKS if name in registry.REGISTRY[b]]
-    else:
-        bms = list(dict.fromkeys(check_names("benchmarks", benchmarks)))
-        for b in bms:
-            if b not in BENCHMARKS:
-                raise InvalidArgumentError(f"benchmarks = {benchmarks!r} is not allowed; allowed values: {list(BENCHMARKS)}")
-            if name not in registry.REGISTRY[b]:
-                raise InvalidArgumentError(f"proxy {name!r} is not registered for {b!r}; allowed benchmarks for it: "
-                                           f"{[s for s in BENCHMARKS if name in registry.REGISTRY[s]]}")
-        if not bms:
-            raise InvalidArgumentError(f"benchmarks = {benchmarks!r} is not allowed; allowed: one or both of {list(BENCHMARKS)}")
-    for c in compare:
-        if not any(c in registry.REGISTRY[b] for b in bms):
-            raise InvalidArgumentError(f"compare = {compare!r}: {c!r} is not registered for {bms}; allowed values: "
-                                       f"{sorted({n for b in bms for n in registry.REGISTRY[b]})}")
+    bms = _benchmarks(benchmarks, name)
+    _check_compare(compare, bms)
     if bench is None:
         from .benchmark import Benchmark
 
         bench = Benchmark.load(progress=False)
+    run = _Run(name, callable_proxy, sems, compare, tasks, dedupe, cache_dir, jobs, executor, ray_address, progress,
+               seed, dtype, bootstrap, bench, _selections(bench, bms, ids, nlp_ids), _batches(batch, bms))
+    return _evaluate(run, bms, t0)
+
+
+def _cache_dir(cache: Any) -> Path | None:
+    if cache is None:
+        return None
+    if not isinstance(cache, (str, os.PathLike)):
+        raise InvalidArgumentError(f"cache = {cache!r} is not allowed; allowed: a folder path or None")
+    cache_dir = Path(cache)
+    if cache_dir.exists() and not cache_dir.is_dir():
+        raise InvalidArgumentError(f"cache = {str(cache)!r} is a file; allowed: a folder (created if missing)")
+    return cache_dir
+
+
+def _benchmarks(benchmarks: Any, name: str) -> list[str]:
+    """The benchmarks asked for (default: those ``name`` is registered for), each one
+    ``name`` is registered for."""
+    if benchmarks is None:
+        return [b for b in BENCHMARKS if name in registry.REGISTRY[b]]
+    bms = list(dict.fromkeys(check_names("benchmarks", benchmarks)))
+    for b in bms:
+        if b not in BENCHMARKS:
+            raise InvalidArgumentError(f"benchmarks = {benchmarks!r} is not allowed; allowed values: {list(BENCHMARKS)}")
+        if name not in registry.REGISTRY[b]:
+            raise InvalidArgumentError(f"proxy {name!r} is not registered for {b!r}; allowed benchmarks for it: "
+                                       f"{[s for s in BENCHMARKS if name in registry.REGISTRY[s]]}")
+    if not bms:
+        raise InvalidArgumentError(f"benchmarks = {benchmarks!r} is not allowed; allowed: one or both of {list(BENCHMARKS)}")
+    return bms
+
+
+def _check_compare(compare: list[str], bms: list[str]) -> None:
+    for c in compare:
+        if not any(c in registry.REGISTRY[b] for b in bms):
+            raise InvalidArgumentError(f"compare = {compare!r}: {c!r} is not registered for {bms}; allowed values: "
+                                       f"{sorted({n for b in bms for n in registry.REGISTRY[b]})}")
+
+
+def _selections(bench: BenchmarkLike, bms: list[str], ids: Any, nlp_ids: Any) -> dict[str, list[int] | None]:
+    """The rows asked for on each benchmark (None: all): FlexiBERT ids, and positions
+    among the NAS-Bench-NLP runs with a public recipe."""
     id_list = _positions("ids", ids, len(bench)) if "flexibert" in bms else None
     if ids is not None and "flexibert" not in bms:
         raise InvalidArgumentError("ids selects FlexiBERT archs; benchmarks has no 'flexibert'")
     nlp_pos = _positions("nlp_ids", nlp_ids, len(nlp_runs(bench))) if "nlp" in bms else None
     if nlp_ids is not None and "nlp" not in bms:
         raise InvalidArgumentError("nlp_ids selects NAS-Bench-NLP runs; benchmarks has no 'nlp'")
-    specs = _batches(batch, bms)
-    return _evaluate(name, bms, sems, compare, id_list, nlp_pos, tasks, dedupe, cache_dir, jobs, executor, ray_address,
-                     progress, specs, seed, dtype, bootstrap, bench, t0, callable_proxy)
+    return {"flexibert": id_list, "nlp": nlp_pos}
 
 
-def _evaluate(name: str, bms: list[str], sems: list[Semantics], compare: list[str], id_list: list[int] | None,
-              nlp_pos: list[int] | None, tasks: bool, dedupe: bool, cache_dir: Path | None, jobs: int, executor: str,
-              ray_address: str | None, progress: bool, specs: dict[str, BatchSpec], seed: int, dtype: str,
-              bootstrap: int, bench: BenchmarkLike | None, t0: float, callable_proxy: bool) -> Evaluation:
-    from .scoring import score
+@dataclass
+class _Run:
+    """One :func:`evaluate` call, its arguments checked, and what it has found so far
+    (the notes and the counts of models computed, read from the cache and shared)."""
 
-    notes: list[str] = []
-    rows, values = [], []
-    computed = cached = shared = 0
-    for bm in bms:
+    name: str
+    callable_proxy: bool
+    sems: list[Semantics]
+    compare: list[str]
+    tasks: bool
+    dedupe: bool
+    cache_dir: Path | None
+    jobs: int
+    executor: str
+    ray_address: str | None
+    progress: bool
+    seed: int
+    dtype: str
+    bootstrap: int
+    bench: BenchmarkLike | None
+    #: per benchmark: the rows asked for (None: all), and the proxies' input batch
+    selection: dict[str, list[int] | None]
+    specs: dict[str, BatchSpec]
+    notes: list[str] = field(default_factory=list)
+    computed: int = 0
+    cached: int = 0
+    shared: int = 0
+
+
+@dataclass(frozen=True)
+class _Roles:
+    """The scores ranked on one benchmark, by row kind, and which need a model."""
+
+    kind: dict[str, str]
+    #: every score, in row order: the proxy, the compared, the published, the baselines
+    proxies: list[str]
+    modelled: list[str]
+    analytic: list[str]
+
+    @classmethod
+    def of(cls, bm: str, name: str, compare: list[str]) -> "_Roles":
         reg = registry.REGISTRY[bm]
-        items = _flexibert_items(bench, id_list) if bm == "flexibert" else _nlp_items(bench, nlp_pos)
         comp = [c for c in compare if c in reg and c != name]
-        skipped = [c for c in compare if c not in reg]
-        if skipped:
-            notes.append(f"{bm}: {skipped} not registered there, not compared")
         published = [p.name for p in reg.values() if "published" in p.group and p.analytic and p.name not in (name, *comp)]
         base = [b for b in trivial_names(bm) if b not in (name, *comp, *published)]
-        modelled = [n for n in [name, *comp] if not reg[n].analytic]
-        analytic = [n for n in [name, *comp] if reg[n].analytic] + published + base
-        if bm == "nlp":
-            notes.append(f"nlp: {len(items.keys)} PTB runs with a public recipe ({items.ident.recipe_hash.nunique()} distinct "
-                         "recipes) against their PTB test loss; the other PTB runs have no recipe to build a model from")
-        semantics_free = bm == "nlp" and bool(modelled) and all(reg[n].model_only for n in modelled)
-        if callable_proxy and name in modelled and items.keys:
-            _probe(bm, items.keys[0], name, specs[bm], sems[0], seed, dtype)
-        swept: pd.DataFrame | None = None
-        for k, sem in enumerate(sems):
-            if modelled and (swept is None or not semantics_free):
-                swept = _sweep(bm, items, modelled, sem, dedupe=dedupe, spec=specs[bm], seed=seed, dtype=dtype, bench=bench,
-                               cache=None if cache_dir is None else cache_dir / bm, jobs=jobs, executor=executor,
-                               ray_address=ray_address, progress=progress)
-                reps = swept[~swept.shared.astype(bool)]
-                computed += int((~reps.cached.astype(bool)).sum())
-                cached += int(reps.cached.astype(bool).sum())
-                shared += int(swept.shared.astype(bool).sum())
-                _raise_on_bad_returns(swept, name, bm, sem)
-            elif modelled and k == 1:
-                notes.append(f"nlp: the language model does not depend on the semantics, so `{name}` was computed once "
-                             f"(under {sems[0].key}) for every semantics")
-            frame = items.ident.copy()
-            frame["semantics"] = sem.key
-            if swept is not None:
-                for c in ["model_key", "shared", "cached", *modelled]:
-                    frame[c] = swept[c].to_numpy()
-                for n in modelled:
-                    err = swept.get(f"{n}__error")
-                    frame[f"{n}__error"] = err.to_numpy() if err is not None else None
-                    bad = int(pd.notna(frame[f"{n}__error"]).sum()) if err is not None else 0
-                    if bad:
-                        first = frame.loc[pd.notna(frame[f"{n}__error"]), f"{n}__error"].iloc[0]
-                        notes.append(f"{bm} {sem.key}: `{n}` failed on {bad} of {len(frame)} rows (NaN there); first: {first}")
-            for col, vals in analytic_values(bm, items.keys, analytic, sem).items():
-                frame[col] = vals
-            target = ["glue", *GLUE_TASKS] if bm == "flexibert" and tasks else HEADLINE[bm]
-            scored = score(frame, target, proxies=[name, *comp, *published, *base], space=bm,
-                           control="num_params_as_trained" if bm == "flexibert" else "num_params",
-                           bootstrap=bootstrap, seed=seed, bench=bench)
-            kind = {name: "candidate", **{c: "compare" for c in comp}, **{p: "published" for p in published},
-                    **{b: "baseline" for b in base}}
-            scored.insert(0, "kind", scored.proxy.map(kind))
-            scored.insert(0, "semantics", sem.key)
-            scored.insert(0, "benchmark", bm)
-            rows.append(scored)
-            frame.insert(0, "benchmark", bm)
-            values.append(frame)
-    if shared:
-        notes.append(f"{shared} rows reused the computation of an identical model (same plan under the same semantics; "
-                     "NAS-Bench-NLP: the same recipe)")
+        kind = {name: "candidate", **{c: "compare" for c in comp}, **{p: "published" for p in published},
+                **{b: "baseline" for b in base}}
+        return cls(kind, [name, *comp, *published, *base], [n for n in [name, *comp] if not reg[n].analytic],
+                   [n for n in [name, *comp] if reg[n].analytic] + published + base)
+
+
+def _evaluate(run: _Run, bms: list[str], t0: float) -> Evaluation:
+    rows: list[pd.DataFrame] = []
+    values: list[pd.DataFrame] = []
+    for bm in bms:
+        _evaluate_benchmark(run, bm, rows, values)
+    if run.shared:
+        run.notes.append(f"{run.shared} rows reused the computation of an identical model (same plan under the same "
+                         "semantics; NAS-Bench-NLP: the same recipe)")
     out = pd.concat(rows, ignore_index=True)
     kinds = {k: i for i, k in enumerate(KINDS)}
-    targets = {t: i for i, t in enumerate(["glue", *GLUE_TASKS, "test_loss"])}
-    out["_b"], out["_s"] = out.benchmark.map({b: i for i, b in enumerate(bms)}), out.semantics.map({s.key: i for i, s in enumerate(sems)})
+    targets = {t: i for i, t in enumerate(t for s in _BENCHMARK_SPECS.values() for t in (s.headline, *s.task_targets))}
+    out["_b"], out["_s"] = out.benchmark.map({b: i for i, b in enumerate(bms)}), out.semantics.map({s.key: i for i, s in enumerate(run.sems)})
     out["_t"], out["_k"] = out.target.map(targets), out.kind.map(kinds)
     out = out.sort_values(["_b", "_s", "_t", "_k"], kind="stable").drop(columns=["_b", "_s", "_t", "_k"]).reset_index(drop=True)
-    return Evaluation(name, out, pd.concat(values, ignore_index=True), tuple(notes), time.perf_counter() - t0,
-                      computed, cached, shared)
+    return Evaluation(run.name, out, pd.concat(values, ignore_index=True), tuple(run.notes), time.perf_counter() - t0,
+                      run.computed, run.cached, run.shared)
+
+
+def _evaluate_benchmark(run: _Run, bm: str, rows: list[pd.DataFrame], values: list[pd.DataFrame]) -> None:
+    """Score every semantics on benchmark ``bm``: append its leaderboard rows to ``rows``
+    and its per-row values to ``values``."""
+    reg, spec, name = registry.REGISTRY[bm], _BENCHMARK_SPECS[bm], run.name
+    items = spec.items(run.bench, run.selection[bm])
+    skipped = [c for c in run.compare if c not in reg]
+    if skipped:
+        run.notes.append(f"{bm}: {skipped} not registered there, not compared")
+    roles = _Roles.of(bm, name, run.compare)
+    modelled = roles.modelled
+    if spec.note is not None:
+        run.notes.append(spec.note(items))
+    semantics_free = not spec.models_follow_semantics and bool(modelled) and all(reg[n].model_only for n in modelled)
+    if run.callable_proxy and name in modelled and items.keys:
+        _probe(bm, items.keys[0], name, run.specs[bm], run.sems[0], run.seed, run.dtype)
+    swept: pd.DataFrame | None = None
+    for k, sem in enumerate(run.sems):
+        if modelled and (swept is None or not semantics_free):
+            swept = _sweep_counted(run, bm, items, modelled, sem)
+        elif modelled and k == 1:
+            run.notes.append(f"{bm}: the language model does not depend on the semantics, so `{name}` was computed once "
+                             f"(under {run.sems[0].key}) for every semantics")
+        frame = _values_frame(run, bm, items, sem, swept, roles)
+        scored = _score_frame(run, bm, frame, sem, roles)
+        rows.append(scored)
+        frame.insert(0, "benchmark", bm)
+        values.append(frame)
+
+
+def _sweep_counted(run: _Run, bm: str, items: _Items, modelled: list[str], sem: Semantics) -> pd.DataFrame:
+    """:func:`_sweep` of the model-based scores under ``sem``, counted into ``run``; a
+    callable that returned a non-number fails the call."""
+    swept = _sweep(bm, items, modelled, sem, dedupe=run.dedupe, spec=run.specs[bm], seed=run.seed, dtype=run.dtype,
+                   bench=run.bench, cache=None if run.cache_dir is None else run.cache_dir / bm, jobs=run.jobs,
+                   executor=run.executor, ray_address=run.ray_address, progress=run.progress)
+    reps = swept[~swept.shared.astype(bool)]
+    run.computed += int((~reps.cached.astype(bool)).sum())
+    run.cached += int(reps.cached.astype(bool).sum())
+    run.shared += int(swept.shared.astype(bool).sum())
+    _raise_on_bad_returns(swept, run.name, bm, sem)
+    return swept
+
+
+def _values_frame(run: _Run, bm: str, items: _Items, sem: Semantics, swept: pd.DataFrame | None, roles: _Roles
+                  ) -> pd.DataFrame:
+    """The per-row values of every score on ``bm`` under ``sem`` (model-based ones from
+    ``swept``, with their errors noted; analytic ones computed here)."""
+    frame = items.ident.copy()
+    frame["semantics"] = sem.key
+    if swept is not None:
+        for c in ["model_key", "shared", "cached", *roles.modelled]:
+            frame[c] = swept[c].to_numpy()
+        for n in roles.modelled:
+            err = swept.get(f"{n}__error")
+            frame[f"{n}__error"] = err.to_numpy() if err is not None else None
+            bad = int(pd.notna(frame[f"{n}__error"]).sum()) if err is not None else 0
+            if bad:
+                first = frame.loc[pd.notna(frame[f"{n}__error"]), f"{n}__error"].iloc[0]
+                run.notes.append(f"{bm} {sem.key}: `{n}` failed on {bad} of {len(frame)} rows (NaN there); first: {first}")
+    for col, vals in analytic_values(bm, items.keys, roles.analytic, sem).items():
+        frame[col] = vals
+    return frame
+
+
+def _score_frame(run: _Run, bm: str, frame: pd.DataFrame, sem: Semantics, roles: _Roles) -> pd.DataFrame:
+    """The leaderboard rows of ``frame``: every score against the benchmark's targets."""
+    from .scoring import score
+
+    spec = _BENCHMARK_SPECS[bm]
+    target = [spec.headline, *spec.task_targets] if run.tasks and spec.task_targets else spec.headline
+    scored = score(frame, target, proxies=roles.proxies, space=bm, control=spec.control, bootstrap=run.bootstrap,
+                   seed=run.seed, bench=run.bench)
+    scored.insert(0, "kind", scored.proxy.map(roles.kind))
+    scored.insert(0, "semantics", sem.key)
+    scored.insert(0, "benchmark", bm)
+    return scored
 
 
 def _raise_on_bad_returns(swept: pd.DataFrame, name: str, space: str, sem: Semantics) -> None:

@@ -58,7 +58,7 @@ from .proxies import registry  # torch-free: the declarations, not the proxies
 from .semantics import AS_SPECIFIED
 from .sizes import flexibert_num_params, nlp_num_params
 from .spaces.flexibert import Arch
-from .vocabulary import BenchmarkLike
+from .vocabulary import SPACES, BenchmarkLike, SpaceName
 
 #: targets and whether higher is better
 TARGETS: dict[str, bool] = {"glue": True, **{t: True for t in GLUE_TASKS}, "test_loss": False, "wikitext2_loss": False}
@@ -178,6 +178,36 @@ def score(
 def _score_one(values: pd.DataFrame, target: str | pd.Series, *, proxies: Iterable[str] | None, space: str,
                control: str | None, bootstrap: int, top: float, seed: int, bench: BenchmarkLike | None,
                context: metrics.RankContext | None) -> pd.DataFrame:
+    """:func:`score` against one target: the arguments checked, the target, context and
+    control looked up once, then one row per proxy."""
+    _check_score_args(values, target, space, control, context)
+    if proxies is not None:
+        proxies = check_names("proxies", proxies)
+    bootstrap = check_int("bootstrap", bootstrap, low=0, high=100_000)
+    top = check_real("top", top, low=0.0, high=1.0, low_open=True)
+    seed = check_seed("seed", seed, none=False)
+    df = values.reset_index(drop=True).copy()
+    y, tname = _target_values(df, target, bench, space)
+    ctx = context if context is not None else rank_context(df, space, bench)
+    for name, arr in (("cells", ctx.cells), ("size", ctx.size), ("controls", ctx.controls)):
+        if arr is not None and len(arr) != len(df):
+            raise InvalidArgumentError(f"context.{name} has {len(arr)} rows; values has {len(df)}")
+    z_raw = _control_values(df, control, bench, space)
+    cols = list(proxies) if proxies is not None else _proxy_columns(df, tname)
+    described = _describe(ctx)
+    out = []
+    for c in cols:
+        if c not in df:
+            raise InvalidArgumentError(f"proxy = {c!r} is not a column of values; allowed values: {[x for x in df.columns if '__' not in x]}")
+        row: dict[str, Any] = {"proxy": c, "target": tname, **described}
+        row.update(_score_column(df, c, y, ctx, z_raw, control, space, bootstrap, seed, top))
+        out.append(row)
+    res = pd.DataFrame(out)
+    return res[[c for c in _SCORE_COLUMNS if c in res]]
+
+
+def _check_score_args(values: Any, target: Any, space: Any, control: Any, context: Any) -> None:
+    """The shape checks of :func:`_score_one` (each message names the argument)."""
     if not isinstance(values, pd.DataFrame) or values.empty:
         raise InvalidArgumentError("values must be a non-empty pandas DataFrame of proxy columns")
     scoring_space(space)
@@ -188,12 +218,12 @@ def _score_one(values: pd.DataFrame, target: str | pd.Series, *, proxies: Iterab
         raise InvalidArgumentError(f"control = {control!r} is not allowed; allowed: a size column name or None")
     if context is not None and not isinstance(context, metrics.RankContext):
         raise InvalidArgumentError(f"context = {context!r} is not allowed; allowed: a metrics.RankContext or None")
-    if proxies is not None:
-        proxies = check_names("proxies", proxies)
-    bootstrap = check_int("bootstrap", bootstrap, low=0, high=100_000)
-    top = check_real("top", top, low=0.0, high=1.0, low_open=True)
-    seed = check_seed("seed", seed, none=False)
-    df = values.reset_index(drop=True).copy()
+
+
+def _target_values(df: pd.DataFrame, target: str | pd.Series, bench: BenchmarkLike | None, space: str
+                   ) -> tuple[np.ndarray, str]:
+    """The target of each row of ``df``, oriented so that higher is better, and its name:
+    a Series aligned with ``df``, a column of ``df``, or a target looked up in the benchmark."""
     if isinstance(target, pd.Series):
         if len(target) != len(df):
             raise InvalidArgumentError(f"target is a Series of {len(target)} values; values has {len(df)} rows")
@@ -203,68 +233,77 @@ def _score_one(values: pd.DataFrame, target: str | pd.Series, *, proxies: Iterab
             raise InvalidArgumentError(f"target = {target!r} is not allowed; allowed values: {sorted(TARGETS)} or a column of values")
         tname, higher = target, TARGETS.get(target, True)
         y_raw = _numeric(df, target, "target") if target in df else _lookup(df, target, bench, space)
-    y = y_raw if higher else -y_raw
-    ctx = context if context is not None else rank_context(df, space, bench)
-    for name, arr in (("cells", ctx.cells), ("size", ctx.size), ("controls", ctx.controls)):
-        if arr is not None and len(arr) != len(df):
-            raise InvalidArgumentError(f"context.{name} has {len(arr)} rows; values has {len(df)}")
-    z_raw = None
-    if control is not None:
-        if control in df:
-            z_raw = _numeric(df, control, "control")
-        else:
-            try:
-                z_raw = _lookup(df, control, bench, space) if control.startswith("num_params") else None
-            except (ValueError, KeyError):
-                z_raw = None
-    skip = {"id", "arch", "key", "semantics", "seed", "batch", "dtype", "error", "seconds", "seconds_pass",
-            "seconds_proxies", "tokenizer", "proxy_versions", "cached", "log_name", "recipe_id", "experiment_id",
-            tname, "init_time", "perplexity", "bits_per_word", "recipe", "recipe_hash", "num_trainable_params"}
-    cols = list(proxies) if proxies is not None else [
-        c for c in df.columns if c not in skip and "__" not in c and pd.api.types.is_numeric_dtype(df[c])
-        and not c.startswith("g2v_")]
-    described = _describe(ctx)
-    out = []
-    for c in cols:
-        if c not in df:
-            raise InvalidArgumentError(f"proxy = {c!r} is not a column of values; allowed values: {[x for x in df.columns if '__' not in x]}")
-        x = _numeric(df, c, "proxy") * (1 if _orientation(c, space) else -1)
-        m = np.isfinite(x) & np.isfinite(y)
-        if z_raw is not None:
-            mz = m & np.isfinite(z_raw)
-        n = int(m.sum())
-        row: dict[str, Any] = {"proxy": c, "target": tname, "n": n, "n_nonfinite": int((~np.isfinite(x)).sum()),
-                               "higher_is_better": _orientation(c, space), **described}
-        if n < 3 or np.ptp(x[m]) == 0 or np.ptp(y[m]) == 0:
-            row.update(kendall_tau=math.nan, spearman_rho=math.nan,
-                       note=(f"no correlation: only {n} arch(s) with finite proxy and target values (3 needed)" if n < 3
-                             else "no correlation: the proxy is constant over these archs" if np.ptp(x[m]) == 0
-                             else "no correlation: the target is constant over these archs"))
-            if n >= 3 and np.ptp(y[m]) > 0:  # a constant score still has a tie-broken τ: 0
-                new = _new_metrics(x[m], y[m], _take(ctx, m), bootstrap, seed, top)
-                row.update({k: v for k, v in new.items() if not k.startswith(("kendall_tau", "spearman_rho"))})
-        else:
-            row["kendall_tau"] = float(kendalltau(x[m], y[m])[0])
-            row["spearman_rho"] = float(spearmanr(x[m], y[m])[0])
+    return (y_raw if higher else -y_raw), tname
+
+
+def _control_values(df: pd.DataFrame, control: str | None, bench: BenchmarkLike | None, space: str) -> np.ndarray | None:
+    """The size column ``control`` for each row (from ``df``, else a ``num_params*``
+    column of the benchmark); None when there is none, or it cannot be looked up."""
+    if control is None:
+        return None
+    if control in df:
+        return _numeric(df, control, "control")
+    try:
+        return _lookup(df, control, bench, space) if control.startswith("num_params") else None
+    except (ValueError, KeyError):
+        return None
+
+
+#: the columns of ``values`` that are never scores (identifiers, bookkeeping, targets)
+_NOT_SCORES = frozenset({"id", "arch", "key", "semantics", "seed", "batch", "dtype", "error", "seconds", "seconds_pass",
+                         "seconds_proxies", "tokenizer", "proxy_versions", "cached", "log_name", "recipe_id",
+                         "experiment_id", "init_time", "perplexity", "bits_per_word", "recipe", "recipe_hash",
+                         "num_trainable_params"})
+
+
+def _proxy_columns(df: pd.DataFrame, tname: str) -> list[str]:
+    """The numeric columns of ``df`` that are scores, when ``proxies`` names none."""
+    skip = _NOT_SCORES | {tname}
+    return [c for c in df.columns if c not in skip and "__" not in c and pd.api.types.is_numeric_dtype(df[c])
+            and not c.startswith("g2v_")]
+
+
+def _score_column(df: pd.DataFrame, c: str, y: np.ndarray, ctx: metrics.RankContext, z_raw: np.ndarray | None,
+                  control: str | None, space: str, bootstrap: int, seed: int, top: float) -> dict[str, Any]:
+    """The metrics of proxy column ``c`` against ``y`` over the rows where both are finite
+    (with a note, and NaN for τ-b and ρ, where no correlation is defined)."""
+    x = _numeric(df, c, "proxy") * (1 if _orientation(c, space) else -1)
+    m = np.isfinite(x) & np.isfinite(y)
+    if z_raw is not None:
+        mz = m & np.isfinite(z_raw)
+    n = int(m.sum())
+    row: dict[str, Any] = {"n": n, "n_nonfinite": int((~np.isfinite(x)).sum()), "higher_is_better": _orientation(c, space)}
+    if n < 3 or np.ptp(x[m]) == 0 or np.ptp(y[m]) == 0:
+        row.update(kendall_tau=math.nan, spearman_rho=math.nan,
+                   note=(f"no correlation: only {n} arch(s) with finite proxy and target values (3 needed)" if n < 3
+                         else "no correlation: the proxy is constant over these archs" if np.ptp(x[m]) == 0
+                         else "no correlation: the target is constant over these archs"))
+        if n >= 3 and np.ptp(y[m]) > 0:  # a constant score still has a tie-broken τ: 0
             new = _new_metrics(x[m], y[m], _take(ctx, m), bootstrap, seed, top)
-            # τ-b's and ρ's intervals come from the same resamples as every other metric's
-            # (the rows and the seed of _bootstrap, so the same numbers; tested)
-            row.update(tau_ci_low=new.pop("kendall_tau_ci_low"), tau_ci_high=new.pop("kendall_tau_ci_high"),
-                       rho_ci_low=new.pop("spearman_rho_ci_low"), rho_ci_high=new.pop("spearman_rho_ci_high"),
-                       top10_precision=top_k_precision(x[m], y[m], top))
-            if z_raw is not None and mz.sum() >= 3 and c != control:
-                row["partial_tau_given_params"] = partial_tau(x[mz], y[mz], z_raw[mz])
-                row["strata_tau_given_params"] = strata_tau(x[mz], y[mz], z_raw[mz])
-                row["size_control"] = control
-            row.update(new)
-        out.append(row)
-    new_cols = [f"{k}{sfx}" for k in NEW_METRICS for sfx in ("", "_ci_low", "_ci_high")]
-    cols_order = ["proxy", "target", "n", "kendall_tau", "spearman_rho", "tau_ci_low", "tau_ci_high", "rho_ci_low",
-                  "rho_ci_high", "top10_precision", "partial_tau_given_params", "strata_tau_given_params",
-                  "higher_is_better", "n_nonfinite", "note", *new_cols, "top10_precision_ci_low",
-                  "top10_precision_ci_high", "pw10_size", "cells", "partial_controls", "size_control"]
-    res = pd.DataFrame(out)
-    return res[[c for c in cols_order if c in res]]
+            row.update({k: v for k, v in new.items() if not k.startswith(("kendall_tau", "spearman_rho"))})
+        return row
+    row["kendall_tau"] = float(kendalltau(x[m], y[m])[0])
+    row["spearman_rho"] = float(spearmanr(x[m], y[m])[0])
+    new = _new_metrics(x[m], y[m], _take(ctx, m), bootstrap, seed, top)
+    # τ-b's and ρ's intervals come from the same resamples as every other metric's
+    # (the rows and the seed of _bootstrap, so the same numbers; tested)
+    row.update(tau_ci_low=new.pop("kendall_tau_ci_low"), tau_ci_high=new.pop("kendall_tau_ci_high"),
+               rho_ci_low=new.pop("spearman_rho_ci_low"), rho_ci_high=new.pop("spearman_rho_ci_high"),
+               top10_precision=top_k_precision(x[m], y[m], top))
+    if z_raw is not None and mz.sum() >= 3 and c != control:
+        row["partial_tau_given_params"] = partial_tau(x[mz], y[mz], z_raw[mz])
+        row["strata_tau_given_params"] = strata_tau(x[mz], y[mz], z_raw[mz])
+        row["size_control"] = control
+    row.update(new)
+    return row
+
+
+#: the columns of a :func:`score` result, in order (those that occur)
+_SCORE_COLUMNS: tuple[str, ...] = (
+    "proxy", "target", "n", "kendall_tau", "spearman_rho", "tau_ci_low", "tau_ci_high", "rho_ci_low", "rho_ci_high",
+    "top10_precision", "partial_tau_given_params", "strata_tau_given_params", "higher_is_better", "n_nonfinite", "note",
+    *(f"{k}{sfx}" for k in NEW_METRICS for sfx in ("", "_ci_low", "_ci_high")), "top10_precision_ci_low",
+    "top10_precision_ci_high", "pw10_size", "cells", "partial_controls", "size_control")
 
 
 def _new_metrics(x: np.ndarray, y: np.ndarray, ctx: metrics.RankContext, bootstrap: int, seed: int, top: float
@@ -493,7 +532,8 @@ class ScoringSpace:
     keys: Callable[[pd.DataFrame, Any], list[Any]]
 
 
-SCORING_SPACES: dict[str, ScoringSpace] = {
+#: one per search space of the package vocabulary (:data:`~nasbench_bert.vocabulary.SPACES`)
+SCORING_SPACES: dict[SpaceName, ScoringSpace] = {
     "flexibert": ScoringSpace(
         "flexibert", ("glue", *GLUE_TASKS, "num_params", "num_params_seed_compat", "num_params_as_trained"),
         _flexibert_lookup, _flexibert_stored, "glue",
@@ -504,11 +544,12 @@ SCORING_SPACES: dict[str, ScoringSpace] = {
         "nlp", ("test_loss", "wikitext2_loss", "num_params"), _nlp_lookup, lambda bench: _bench(bench).nlp.ptb.copy(),
         "test_loss", lambda df: ["num_params", *NLP_PROXY_COLUMNS.values()], "num_params", _nlp_context, _nlp_keys),
 }
+assert tuple(SCORING_SPACES) == SPACES  # a space added to the vocabulary needs its scoring adapter here
 
 
 def scoring_space(space: Any) -> ScoringSpace:
     """The scoring space named ``space`` (``"flexibert"`` or ``"nlp"``)."""
-    return SCORING_SPACES[check_choice("space", space, tuple(SCORING_SPACES))]
+    return SCORING_SPACES[check_choice("space", space, SPACES)]
 
 
 def _lookup(df: pd.DataFrame, target: str, bench: BenchmarkLike | None, space: str = "flexibert") -> np.ndarray:

@@ -82,3 +82,9 @@ class BenchmarkLike(Protocol):
 #: lazy property such as ``nlp`` is not evaluated by the check)
 BENCHMARK_MEMBERS: tuple[str, ...] = ("query", "query_all", "to_pandas", "archs", "nlp")
 NLP_BENCHMARK_MEMBERS: tuple[str, ...] = ("query", "ptb", "wikitext2")
+
+#: the kinds of an evaluation's leaderboard rows, in table order
+#: (:func:`nasbench_bert.evaluation.evaluate`): the proxy evaluated, the proxies compared
+#: with it, the published analytic scores, the trivial baselines
+RowKind = Literal["candidate", "compare", "published", "baseline"]
+ROW_KINDS: tuple[str, ...] = get_args(RowKind)

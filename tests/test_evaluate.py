@@ -329,3 +329,13 @@ def test_cli_evaluate_registered_name_csv(tmp_path, data_dir):
     rows = pd.read_csv(StringIO(r.stdout))
     c = rows[rows.kind == "candidate"].iloc[0]
     assert c.proxy == "depth_then_width" and c.n == 100 and c.target == "glue" and np.isnan(c.tau_within_cell)
+
+
+def test_one_list_of_spaces_and_row_kinds():
+    """The benchmarks evaluate ranks, the proxy registry's spaces and the scoring
+    adapters all follow the vocabulary's one list; every row kind has a label."""
+    from nasbench_bert import evaluation, vocabulary
+
+    assert registry.SPACES == evaluation.BENCHMARKS == tuple(scoring.SCORING_SPACES) == vocabulary.SPACES
+    assert evaluation.KINDS == vocabulary.ROW_KINDS
+    assert [evaluation._label("p", k) for k in evaluation.KINDS] == ["**p**", "p", "p (published)", "p (baseline)"]

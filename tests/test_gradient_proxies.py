@@ -138,3 +138,10 @@ def test_synflow_equals_zero_cost_nas(arch):
     (x * projection(x.shape, 0, x.dtype).abs()).sum().backward()
     theirs = float(sum((layer.weight * layer.weight.grad).abs().sum().detach() for layer in _linears(net)))
     assert _rel(ours, theirs) <= 1e-5
+
+
+def test_objective_value_refuses_an_unknown_objective():
+    from nasbench_bert.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match=r"objective = 'sum' is not allowed; allowed values: \['ones', 'projection'\]"):
+        objective_value(torch.ones(2), "sum", 0)

@@ -29,7 +29,9 @@ import json
 import os
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..atomic import replace_dir, staging_dir
 from ..checks import check_real
@@ -132,8 +134,6 @@ def download(
     later load looks. A verified copy that was damaged on disk later is found out at the
     next call, removed, and downloaded again.
     """
-    import time
-
     check_repo_id(repo_id)
     if not isinstance(revision, str) or not revision:
         raise InvalidArgumentError(f"revision = {revision!r} is not allowed; allowed: a branch, tag or 40-hex commit sha")
@@ -143,37 +143,74 @@ def download(
         ok = _intact(materialised_dir(repo_id, revision), verify)
         if ok is not None:
             return ok
+    hub = _HubFiles.connect(repo_id, revision, endpoint, token, timeout)
+    mpath, manifest = _fetch_manifest(hub)
+    done = materialised_dir(repo_id, mpath.parent.parent.name)  # .../snapshots/<commit>/v1/manifest.json
+    ok = _intact(done, verify)
+    if ok is not None and ok.manifest == manifest:
+        return ok
+    fetched = _fetch_tables(hub, manifest)
+    _materialise(done, fetched, mpath)
+    return DataDir.open(done, verify=verify)
 
-    from huggingface_hub import constants, hf_hub_download
-    from huggingface_hub.errors import (
-        EntryNotFoundError,
-        LocalEntryNotFoundError,
-        RepositoryNotFoundError,
-        RevisionNotFoundError,
-    )
 
-    host = endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
-    where = f"{repo_id}@{revision} on {host}"
-    deadline = None if timeout is None else time.monotonic() + timeout
-    offline = bool(getattr(constants, "HF_HUB_OFFLINE", False))
-    # one quick probe, so an unreachable endpoint fails in seconds instead of after retries
-    local_only = offline or not _reachable(host)
+@dataclass(frozen=True)
+class _HubFiles:
+    """Files of one revision of a Hub repository, fetched through the Hub cache within
+    one deadline; every failure becomes a :class:`DataNotFoundError` naming ``where``."""
 
-    def get(filename: str) -> Path:
+    repo_id: str
+    revision: str
+    endpoint: str | None
+    token: str | bool | None
+    timeout: float | None
+    #: ``repo@revision on host``, the prefix of every message
+    where: str
+    host: str
+    deadline: float | None
+    offline: bool
+    local_only: bool
+
+    @classmethod
+    def connect(cls, repo_id: str, revision: str, endpoint: str | None, token: str | bool | None,
+                timeout: float | None) -> "_HubFiles":
+        """Start the deadline and probe the endpoint once, so that an unreachable one
+        fails in seconds (files then come from the Hub cache only) instead of after retries."""
+        import time
+
+        from huggingface_hub import constants
+
+        host = endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+        deadline = None if timeout is None else time.monotonic() + timeout
+        offline = bool(getattr(constants, "HF_HUB_OFFLINE", False))
+        return cls(repo_id, revision, endpoint, token, timeout, f"{repo_id}@{revision} on {host}", host, deadline,
+                   offline, offline or not _reachable(host))
+
+    def get(self, filename: str) -> Path:
+        """The local path of ``filename`` (in the Hub cache), downloaded if needed."""
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import (
+            EntryNotFoundError,
+            LocalEntryNotFoundError,
+            RepositoryNotFoundError,
+            RevisionNotFoundError,
+        )
+
+        where = self.where
         try:
             return Path(_with_deadline(lambda: hf_hub_download(
-                repo_id, filename, repo_type=REPO_TYPE, revision=revision, endpoint=endpoint, token=token,
-                cache_dir=hub_cache_dir(), local_files_only=local_only,
-            ), deadline, f"{where}: the download of {filename!r} did not finish within timeout={timeout} s"))
+                self.repo_id, filename, repo_type=REPO_TYPE, revision=self.revision, endpoint=self.endpoint,
+                token=self.token, cache_dir=hub_cache_dir(), local_files_only=self.local_only,
+            ), self.deadline, f"{where}: the download of {filename!r} did not finish within timeout={self.timeout} s"))
         except LocalEntryNotFoundError:  # a subclass of EntryNotFoundError in huggingface_hub 2.x: first
-            why = "HF_HUB_OFFLINE is set" if offline else f"{host} cannot be reached"
+            why = "HF_HUB_OFFLINE is set" if self.offline else f"{self.host} cannot be reached"
             raise DataNotFoundError(
                 f"{where}: the Hub is unreachable ({why}) and {filename!r} is not in the cache {hub_cache_dir()}; "
                 "connect, point HF_ENDPOINT at a mirror, or use source='release'") from None
         except RepositoryNotFoundError:
             raise DataNotFoundError(f"{where}: repository not found (check repo_id, or pass token= for a private repository)") from None
         except RevisionNotFoundError:
-            raise DataNotFoundError(f"{where}: revision {revision!r} not found") from None
+            raise DataNotFoundError(f"{where}: revision {self.revision!r} not found") from None
         except EntryNotFoundError:
             raise DataNotFoundError(f"{where}: the repository has no file {filename!r}; it is not a nasbench-bert data repository of schema {VERSION_DIR}") from None
         except DataNotFoundError:
@@ -181,8 +218,12 @@ def download(
         except Exception as e:  # transport boundary: httpx/HTTP errors from huggingface_hub, named in the message
             raise DataNotFoundError(f"{where}: download of {filename!r} failed ({e.__class__.__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
 
-    mpath = get(f"{VERSION_DIR}/{MANIFEST}")
-    commit = mpath.parent.parent.name  # .../snapshots/<commit>/v1/manifest.json
+
+def _fetch_manifest(hub: _HubFiles) -> tuple[Path, dict[str, Any]]:
+    """The revision's manifest file and its checked content; a malformed or foreign one
+    is evicted before anything is copied."""
+    where = hub.where
+    mpath = hub.get(f"{VERSION_DIR}/{MANIFEST}")
     try:
         manifest = json.loads(mpath.read_text())
         check_manifest(manifest, f"{where}: {VERSION_DIR}/{MANIFEST}", "the bad copy was removed; try again or use another source")
@@ -190,16 +231,16 @@ def download(
         _evict(mpath)  # never keep a malformed or foreign manifest: checked before anything is copied
         raise DataIntegrityError(str(e) if isinstance(e, DataIntegrityError) else
                                  f"{where}: {VERSION_DIR}/{MANIFEST} is not valid JSON ({e})") from None
-    files = dict(manifest["tables"])  # checked above: every required table, and only known ones
+    return mpath, manifest
 
-    done = materialised_dir(repo_id, commit)
-    ok = _intact(done, verify)
-    if ok is not None and ok.manifest == manifest:
-        return ok
 
+def _fetch_tables(hub: _HubFiles, manifest: dict[str, Any]) -> dict[str, Path]:
+    """Every table of ``manifest`` (checked: every required table, and only known ones),
+    by file name, each verified against its size and sha256; a bad blob is evicted."""
+    where = hub.where
     fetched: dict[str, Path] = {}
-    for name, meta in sorted(files.items()):
-        p = get(f"{VERSION_DIR}/{meta['file']}")
+    for name, meta in sorted(dict(manifest["tables"]).items()):
+        p = hub.get(f"{VERSION_DIR}/{meta['file']}")
         size = p.stat().st_size
         if size != meta["bytes"]:
             _evict(p)
@@ -215,8 +256,12 @@ def download(
                 "the bad copy was removed, try again or use another source"
             )
         fetched[meta["file"]] = p
+    return fetched
 
-    # materialise atomically: stage beside the target, then swap it in
+
+def _materialise(done: Path, fetched: dict[str, Path], mpath: Path) -> None:
+    """Copy the verified files and the manifest to ``done`` atomically: stage beside the
+    target, then swap it in (a failure leaves ``done`` as it was)."""
     staging = staging_dir(done)
     try:
         (staging / VERSION_DIR).mkdir(parents=True)
@@ -226,7 +271,10 @@ def download(
         replace_dir(staging, done)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return DataDir.open(done, verify=verify)
+
+
+#: the port a URL without one connects to, by scheme (anything else: 80)
+_DEFAULT_PORTS = {"https": 443, "http": 80}
 
 
 def _reachable(url: str, timeout: float = 3.0) -> bool:
@@ -236,7 +284,7 @@ def _reachable(url: str, timeout: float = 3.0) -> bool:
 
     u = urlsplit(url)
     try:
-        socket.create_connection((u.hostname, u.port or (443 if u.scheme == "https" else 80)), timeout=timeout).close()
+        socket.create_connection((u.hostname, u.port or _DEFAULT_PORTS.get(u.scheme, 80)), timeout=timeout).close()
         return True
     except (OSError, ValueError):
         return False

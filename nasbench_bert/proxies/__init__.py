@@ -24,22 +24,27 @@ _EXPORTS = {
     "evaluate": "..evaluation", "Evaluation": "..evaluation", "register_callable": ".callables",
     "score": "..scoring", "score_stored": "..scoring", "scatter": "..scoring", "paper_figures": "..scoring",
     "partial_tau": "..scoring", "to_markdown": "..scoring",
-    "scoring": "..scoring",
 }
+#: modules reached as attributes (imported on first use too; not in ``__all__``)
+_MODULE_EXPORTS = {"scoring": "..scoring"}
+#: the names whose first use registers the built-in proxies before anyone looks
+_NEED_BUILTINS = frozenset({"register", "get", "REGISTRY"})
 
-__all__ = sorted(k for k in _EXPORTS if k != "scoring")
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        mod = importlib.import_module(_EXPORTS[name], __name__)
-        value = mod if name == "scoring" else getattr(mod, name)
-        if name in ("register", "get", "REGISTRY"):
-            from . import builtin  # noqa: F401  (the built-in proxies are registered before anyone looks)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name in _MODULE_EXPORTS:
+        value = importlib.import_module(_MODULE_EXPORTS[name], __name__)
+    elif name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+        if name in _NEED_BUILTINS:
+            from . import builtin  # noqa: F401
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    return sorted(set(globals()) | set(_EXPORTS) | set(_MODULE_EXPORTS))

@@ -9,13 +9,13 @@ follows the proxy protocol of the semantics asked for
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import nn
 
-from ..errors import InvalidArgumentError
-from ..semantics import Semantics
+from ..checks import check_choice
+from ..semantics import Objective, Semantics
 from .inputs import Batch
 
 #: seeds of the fixed random tensors, offset from the proxy seed so they never coincide
@@ -59,14 +59,23 @@ def projection(shape: torch.Size | tuple[int, ...], seed: int, dtype: torch.dtyp
     return torch.randn(tuple(shape), generator=g, dtype=torch.float64).to(dtype=dtype, device=device)
 
 
-def objective_value(out: torch.Tensor, objective: str, seed: int) -> torch.Tensor:
+def _ones_objective(out: torch.Tensor, seed: int) -> torch.Tensor:
+    return out.sum()
+
+
+def _projection_objective(out: torch.Tensor, seed: int) -> torch.Tensor:
+    return (out * projection(out.shape, seed, out.dtype, out.device)).sum()
+
+
+#: each gradient objective of ``ProxyProtocol``: (output, seed) -> the scalar to differentiate
+_OBJECTIVES: dict[str, Callable[[torch.Tensor, int], torch.Tensor]] = {
+    "ones": _ones_objective, "projection": _projection_objective}
+
+
+def objective_value(out: torch.Tensor, objective: Objective, seed: int) -> torch.Tensor:
     """The scalar the gradient proxies differentiate (see ``ProxyProtocol``).
 
     ``"ones"``: sum(output), i.e. the published ``backward(ones_like(output))``.
     ``"projection"``: sum(P * output) for the fixed Gaussian :func:`projection`.
     """
-    if objective == "ones":
-        return out.sum()
-    if objective == "projection":
-        return (out * projection(out.shape, seed, out.dtype, out.device)).sum()
-    raise InvalidArgumentError(f"objective = {objective!r} is not allowed; allowed values: ['ones', 'projection']")
+    return _OBJECTIVES[check_choice("objective", objective, tuple(_OBJECTIVES))](out, seed)

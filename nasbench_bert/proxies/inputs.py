@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -104,30 +105,54 @@ def _documents(spec: BatchSpec) -> list[Document]:
 
 
 def make_batch(spec: BatchSpec) -> Batch:
+    """The input batch ``spec`` describes, drawn from its own seeded generator."""
     g = torch.Generator().manual_seed(spec.seed)
-    B, T = spec.batch_size, spec.seq_len
-    if spec.space == "nlp":
-        V = spec.vocab_size or PTB_VOCAB
-        if spec.source in ("random", "uniform"):  # NAS-Bench-NLP's random tokens are uniform already
-            return Batch(spec, torch.randint(0, V, (T, B), generator=g))
-        words = " ".join(flat_text(d) for d in _documents(spec)).split()
-        from collections import Counter
+    return _BATCH_MAKERS[spec.space](spec, g)
 
-        vocab = {w: i + 1 for i, (w, _) in enumerate(Counter(words).most_common(V - 1))}  # 0 = <unk>
-        ids = torch.tensor([vocab.get(w, 0) for w in words])
-        need = B * T
-        if len(ids) < need:
-            ids = ids.repeat(need // max(len(ids), 1) + 1)
-        # batchify as NAS-Bench-NLP does: B contiguous streams, first T steps
-        streams = ids[: (len(ids) // B) * B].view(B, -1).t()
-        return Batch(spec, streams[:T].contiguous(), tokenizer=f"words-{len(vocab) + 1}")
-    if spec.source == "uniform":
-        ids = torch.randint(0, BERT_VOCAB, (B, T), generator=g)
-        return Batch(spec, ids, torch.ones(B, T, dtype=torch.long), torch.zeros(B, T, dtype=torch.long), "uniform")
-    if spec.source == "random":
-        ids = torch.randint(1000, BERT_VOCAB, (B, T), generator=g)
-        ids[:, 0], ids[:, -1] = CLS, SEP
-        return Batch(spec, ids, torch.ones(B, T, dtype=torch.long), torch.zeros(B, T, dtype=torch.long), "random")
+
+def _nlp_batch(spec: BatchSpec, g: torch.Generator) -> Batch:
+    """(T, B) word ids: uniform random tokens, or the source's text in a word vocabulary
+    of the benchmark's size (PTB style), batchified as NAS-Bench-NLP does."""
+    B, T = spec.batch_size, spec.seq_len
+    V = spec.vocab_size or PTB_VOCAB
+    if spec.source in _SYNTHETIC_IDS:  # NAS-Bench-NLP's random tokens are uniform already
+        return Batch(spec, torch.randint(0, V, (T, B), generator=g))
+    words = " ".join(flat_text(d) for d in _documents(spec)).split()
+    from collections import Counter
+
+    vocab = {w: i + 1 for i, (w, _) in enumerate(Counter(words).most_common(V - 1))}  # 0 = <unk>
+    ids = torch.tensor([vocab.get(w, 0) for w in words])
+    need = B * T
+    if len(ids) < need:
+        ids = ids.repeat(need // max(len(ids), 1) + 1)
+    # batchify as NAS-Bench-NLP does: B contiguous streams, first T steps
+    streams = ids[: (len(ids) // B) * B].view(B, -1).t()
+    return Batch(spec, streams[:T].contiguous(), tokenizer=f"words-{len(vocab) + 1}")
+
+
+def _uniform_ids(B: int, T: int, g: torch.Generator) -> torch.Tensor:
+    return torch.randint(0, BERT_VOCAB, (B, T), generator=g)
+
+
+def _random_ids(B: int, T: int, g: torch.Generator) -> torch.Tensor:
+    ids = torch.randint(1000, BERT_VOCAB, (B, T), generator=g)
+    ids[:, 0], ids[:, -1] = CLS, SEP
+    return ids
+
+
+#: the synthetic sources: (B, T, generator) -> FlexiBERT token ids
+_SYNTHETIC_IDS: dict[str, Callable[[int, int, torch.Generator], torch.Tensor]] = {
+    "uniform": _uniform_ids, "random": _random_ids}
+
+
+def _flexibert_batch(spec: BatchSpec, g: torch.Generator) -> Batch:
+    """(B, T) token ids with mask and segment ids: synthetic, or ``B`` documents of the
+    source (drawn by ``g``) through the BERT tokenizer fitted on them."""
+    B, T = spec.batch_size, spec.seq_len
+    synthetic = _SYNTHETIC_IDS.get(spec.source)
+    if synthetic is not None:
+        ids = synthetic(B, T, g)
+        return Batch(spec, ids, torch.ones(B, T, dtype=torch.long), torch.zeros(B, T, dtype=torch.long), spec.source)
     docs = _documents(spec)
     perm = torch.randperm(len(docs), generator=g).tolist()
     chosen = [docs[i] for i in perm[:B]]
@@ -144,3 +169,8 @@ def make_batch(spec: BatchSpec) -> Batch:
         tt[i, : len(types)] = torch.tensor(types[:T])
         mask[i, : len(row)] = 1
     return Batch(spec, ids, mask, tt, tok.name)
+
+
+#: a batch maker per space (``BatchSpec.space`` is checked against the spaces)
+_BATCH_MAKERS: dict[str, Callable[[BatchSpec, torch.Generator], Batch]] = {
+    "flexibert": _flexibert_batch, "nlp": _nlp_batch}

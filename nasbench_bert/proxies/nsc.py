@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 from scipy import integrate
@@ -117,24 +117,38 @@ def paper_matrices(arch: Arch, *, per_head_qkv: bool = False) -> list[LayerMatri
     H = a.hidden_size
     out = []
     for layer in a.layers:
-        op = layer.operation_type
-        if op == "SA":
-            qkv: tuple[Shape, ...] = ((H, H // layer.num_operation_heads),) * (3 * layer.num_operation_heads) \
-                if per_head_qkv else ((3 * H, H),)
-            attn = qkv + ((H, H),)
-        elif op == "LT":
-            attn = ((H, H), (H, H))
-        else:  # DSC
-            attn = ((H, H),)
+        attn = _PAPER_ATTENTION[layer.operation_type](layer, H, per_head_qkv)
         w = layer.feed_forward_dimension // layer.num_feed_forward
         ffn = ((w, H), (H, w)) * layer.num_feed_forward
         out.append(LayerMatrices(attn, ffn))
     return out
 
 
+def _sa_matrices(layer: Any, H: int, per_head_qkv: bool) -> tuple[Shape, ...]:
+    """SA: Q, K, V (one merged 3H x H, or H x H/heads per head), then the output H x H."""
+    qkv: tuple[Shape, ...] = ((H, H // layer.num_operation_heads),) * (3 * layer.num_operation_heads) \
+        if per_head_qkv else ((3 * H, H),)
+    return qkv + ((H, H),)
+
+
+def _lt_matrices(layer: Any, H: int, per_head_qkv: bool) -> tuple[Shape, ...]:
+    return ((H, H), (H, H))
+
+
+def _dsc_matrices(layer: Any, H: int, per_head_qkv: bool) -> tuple[Shape, ...]:
+    return ((H, H),)
+
+
+#: the attention matrices of a spec layer, by operation type (:func:`paper_matrices`)
+_PAPER_ATTENTION: dict[str, Callable[[Any, int, bool], tuple[Shape, ...]]] = {
+    "SA": _sa_matrices, "LT": _lt_matrices, "DSC": _dsc_matrices}
+#: the H x H matrices of a built attention: SDP's Q, K, V and output; WMA's one more
+_ATTENTION_HH: dict[str, int] = {"SDP": 4, "WMA": 5}
+
+
 def _mixing_matrices(lp: LayerPlan, H: int) -> tuple[Shape, ...]:
-    if lp.mixing in ("SDP", "WMA"):
-        return ((H, H),) * 3 + (((H, H),) if lp.mixing == "WMA" else ()) + ((H, H),)
+    if lp.mixing in _ATTENTION_HH:
+        return ((H, H),) * _ATTENTION_HH[lp.mixing]
     if lp.mixing in ("DFT", "DCT"):
         return ((H, H),)
     A, h, k = H // 2, max(lp.heads // 2, 1), int(lp.kernel or 0)

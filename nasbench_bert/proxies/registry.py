@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from ..errors import InvalidArgumentError
+from ..vocabulary import SPACES as _SPACES
 
 #: what a proxy may ask the engine for
 NEEDS = frozenset({
@@ -52,7 +53,9 @@ NEEDS = frozenset({
 #: (the seed paper's set, ETAS's, the size and trivial spec baselines, and the published
 #: proxies of later papers: :mod:`.nsc`, :mod:`.lpzero`, :mod:`.swap`)
 GROUPS: tuple[str, ...] = ("paper", "etas", "baseline", "trivial", "published")
-SPACES: tuple[str, ...] = ("flexibert", "nlp")  # the keys of proxies.spaces.PROXY_SPACES
+#: the search spaces a proxy is registered for (the package vocabulary's; the keys of
+#: proxies.spaces.PROXY_SPACES too)
+SPACES: tuple[str, ...] = _SPACES
 #: what turns a name not registered yet (``"module:function"``) into a registered proxy:
 #: :mod:`.callables` adds its resolver when imported (:mod:`.builtin` imports it), so
 #: this bottom module never imports the one above it
