@@ -11,6 +11,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from ..semantics import AS_SPECIFIED, AS_TRAINED, EMBEDDING_SIZE, VOCAB_SIZE, ModelPlan, SemanticsLike, get_semantics
+from ..sizes import mixing_flops
 from ..spaces.flexibert import Arch, ArchLike
 
 
@@ -36,20 +37,7 @@ def plan_flops(plan: ModelPlan, batch: int, seq: int) -> int:
     lin = lambda i, o: 2 * N * i * o  # noqa: E731
     total = lin(EMBEDDING_SIZE, H) if H != EMBEDDING_SIZE else 0
     for layer in plan.layers:
-        heads = layer.heads
-        if layer.mixing in ("SDP", "WMA"):
-            total += 4 * lin(H, H) + (lin(H, H) if layer.mixing == "WMA" else 0)
-            total += 2 * 2 * batch * seq * seq * H  # QK^T and PV over all heads
-        elif layer.mixing in ("DFT", "DCT"):
-            total += lin(H, H)
-            if layer.mixing == "DCT":
-                d = H // heads
-                total += 2 * batch * heads * (seq * seq * d + seq * d * d)
-        else:
-            A, h, k = H // 2, max(heads // 2, 1), int(layer.kernel or 0)
-            total += 3 * lin(H, A) + lin(A, h * k) + lin(H, A) + lin(H, H)  # q,k,v, kernel gen, conv out, output
-            total += 2 * 2 * batch * seq * seq * A  # attention half
-            total += 2 * N * H * k + lin(H, A)  # depthwise + pointwise convolutions
+        total += mixing_flops(layer, H, batch, seq)
         dims = (H, *layer.ff_widths, H)
         total += sum(lin(a, b) for a, b in zip(dims[:-1], dims[1:]))
     return total

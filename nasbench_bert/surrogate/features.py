@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 from ..semantics import AS_SPECIFIED, AS_TRAINED, EMBEDDING_SIZE, ModelPlan, Semantics, get_semantics
-from ..sizes import embedding_params, feed_forward_params, operation_params
+from ..sizes import embedding_params, feed_forward_params, mixing_flops, operation_params
 from ..spaces.flexibert import (
     BLOCK_SIZES, CHOICES_PER_LAYER, HIDDEN_SIZES, LAYER_CHOICES, LAYER_COUNTS, OPERATIONS, PER_HIDDEN, Arch,
 )
@@ -98,23 +98,9 @@ def _embed_flops(H: int, batch: int, seq: int) -> int:
 
 def _layer_flops(layer: Any, H: int, batch: int, seq: int) -> int:
     N = batch * seq
-    lin = lambda i, o: 2 * N * i * o  # noqa: E731
-    total = 0
-    if layer.mixing in ("SDP", "WMA"):
-        total += 4 * lin(H, H) + (lin(H, H) if layer.mixing == "WMA" else 0)
-        total += 2 * 2 * batch * seq * seq * H
-    elif layer.mixing in ("DFT", "DCT"):
-        total += lin(H, H)
-        if layer.mixing == "DCT":
-            d = H // layer.heads
-            total += 2 * batch * layer.heads * (seq * seq * d + seq * d * d)
-    else:
-        A, hh, k = H // 2, max(layer.heads // 2, 1), int(layer.kernel or 0)
-        total += 3 * lin(H, A) + lin(A, hh * k) + lin(H, A) + lin(H, H)
-        total += 2 * 2 * batch * seq * seq * A
-        total += 2 * N * H * k + lin(H, A)
+    total = mixing_flops(layer, H, batch, seq)
     dims = (H, *layer.ff_widths, H)
-    return total + sum(lin(a, b) for a, b in zip(dims[:-1], dims[1:]))
+    return total + sum(2 * N * a * b for a, b in zip(dims[:-1], dims[1:]))
 
 
 def sept_value(widths: Iterable[int], seq_len: int = SEQ_LEN) -> float:
