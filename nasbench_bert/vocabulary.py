@@ -36,6 +36,9 @@ EXECUTORS: tuple[str, ...] = get_args(Executor)
 DTYPES: tuple[str, ...] = get_args(Dtype)
 ORACLE_KINDS: tuple[str, ...] = get_args(OracleKind)
 DATASETS: tuple[str, ...] = get_args(Dataset)
+#: each dataset's column of a run's final test loss (the NLP lookup names its tables
+#: after the datasets: ``nlp.ptb``, ``nlp.wikitext2``)
+FINAL_TEST_LOSS: dict[str, str] = {"ptb": "test_loss", "wikitext2": "final_test_loss"}
 
 #: a FlexiBERT layer's operation type (``Layer.operation_type``)
 OperationType = Literal["SA", "LT", "DSC"]
