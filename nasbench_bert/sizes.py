@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from .errors import InvalidArgumentError
 from .semantics import (
-    AS_SPECIFIED,
+    DEFAULT_SPEC_SEMANTICS,
     EMBEDDING_SIZE,
     MAX_POSITIONS,
     SEMANTICS,
@@ -149,7 +149,7 @@ def plan_num_params(plan: ModelPlan, *, embeddings: bool = True) -> int:
     return n
 
 
-def flexibert_num_params(arch: Arch | Any, semantics: SemanticsLike = AS_SPECIFIED) -> int:
+def flexibert_num_params(arch: Arch | Any, semantics: SemanticsLike = DEFAULT_SPEC_SEMANTICS) -> int:
     """Parameter count of the FlexiBERT encoder (embeddings + layers, no task heads)
     under ``semantics`` (``"as_trained"``, ``"as_specified"``/``"faithful"`` - the
     default, as in 0.1 - or ``"authors"``/``"seed_compat"``)."""

@@ -211,9 +211,8 @@ class FlexiBERTTabular(_CheckedObjective, BlackboxTabular):
             self._at(int(row), fidelity, seed)
 
     def _at(self, row: int, fidelity: Mapping[str, Any], seed: int | None) -> dict[str, float]:
-        s = int(np.random.randint(0, self.num_seeds)) if seed is None else int(seed)
-        if not 0 <= s < self.num_seeds:
-            raise InvalidArgumentError(f"seed = {seed!r} is not allowed; allowed: 0 <= seed < {self.num_seeds}")
+        s = check_int("seed", seed, low=0, high=self.num_seeds - 1, none=True)  # a run index, not an RNG seed
+        s = int(np.random.randint(0, self.num_seeds)) if s is None else s
         value = next(iter(fidelity.values()))
         if value not in self.fidelity_map:
             raise InvalidArgumentError(f"steps = {value!r} is not allowed; allowed values: {list(self.fidelity_values)}")
@@ -322,9 +321,7 @@ class FlexiBERTSurrogateBlackbox(_CheckedObjective, Blackbox):
     def _objective_function(self, configuration: dict[str, Any], fidelity: dict[str, Any] | None = None,
                             seed: int | None = None) -> Any:
         arch = config_to_arch(configuration)
-        s = 0 if seed is None else int(seed)
-        if not 0 <= s < self.num_seeds:
-            raise InvalidArgumentError(f"seed = {seed!r} is not allowed; allowed: 0 ... {self.num_seeds - 1}")
+        s = check_int("seed", 0 if seed is None else seed, low=0, high=self.num_seeds - 1)  # a run index
         if fidelity is None:
             return np.array([self._row(arch, int(st), s) for st in self._steps])
         value = next(iter(fidelity.values()))

@@ -40,10 +40,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..checks import check_choice
+from ..checks import check_choice, check_seed
 from ..errors import InvalidArgumentError
 from ..semantics import (
-    AS_SPECIFIED, AS_TRAINED, EMBEDDING_SIZE, MAX_POSITIONS, TYPE_VOCAB, VOCAB_SIZE, LayerPlan, ModelPlan,
+    DEFAULT_SEMANTICS, DEFAULT_SPEC_SEMANTICS, EMBEDDING_SIZE, MAX_POSITIONS, TYPE_VOCAB, VOCAB_SIZE, LayerPlan, ModelPlan,
     Semantics, SemanticsLike, get_semantics,
 )
 from ..spaces.flexibert import Arch, ArchLike
@@ -372,7 +372,7 @@ class FlexiBERTEncoder(nn.Module):
     initialised the way the semantics' reference does (:func:`init_weights`).
     """
 
-    def __init__(self, arch: ArchLike | ModelPlan, semantics: SemanticsLike = AS_SPECIFIED, *,
+    def __init__(self, arch: ArchLike | ModelPlan, semantics: SemanticsLike = DEFAULT_SPEC_SEMANTICS, *,
                  shared_embeddings: Embeddings | None = None, init: bool = True):
         super().__init__()
         plan = arch if isinstance(arch, ModelPlan) else get_semantics(semantics).plan(Arch.coerce(arch))
@@ -400,7 +400,7 @@ class FlexiBERTEncoder(nn.Module):
         return (x, states) if output_hidden_states else x
 
 
-def build_flexibert(arch: ArchLike, semantics: SemanticsLike = AS_SPECIFIED, seed: int | None = 0) -> FlexiBERTEncoder:
+def build_flexibert(arch: ArchLike, semantics: SemanticsLike = DEFAULT_SPEC_SEMANTICS, seed: int | None = 0) -> FlexiBERTEncoder:
     """The FlexiBERT encoder of ``arch`` under ``semantics``, initialised from ``seed``.
 
     ``sum(p.numel() for p in model.parameters())`` equals
@@ -410,6 +410,7 @@ def build_flexibert(arch: ArchLike, semantics: SemanticsLike = AS_SPECIFIED, see
     """
     a = Arch.coerce(arch)
     sem = get_semantics(semantics)
+    seed = check_seed("seed", seed)
     if seed is not None:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
@@ -457,10 +458,11 @@ class ElectraPair(nn.Module):
     benchmark's training model (``as_trained``).
     """
 
-    def __init__(self, arch: ArchLike, semantics: SemanticsLike = AS_TRAINED, seed: int | None = 0):
+    def __init__(self, arch: ArchLike, semantics: SemanticsLike = DEFAULT_SEMANTICS, seed: int | None = 0):
         super().__init__()
         a = Arch.coerce(arch)
         sem = get_semantics(semantics)
+        seed = check_seed("seed", seed)
         with torch.random.fork_rng(devices=[], enabled=seed is not None):
             if seed is not None:
                 torch.manual_seed(seed)
@@ -506,7 +508,7 @@ class SequenceClassifier(nn.Module):
             raise InvalidArgumentError(f"head = {head!r} is not allowed; allowed values: {list(HEADS)}")
         H = encoder.hidden_size
         self.encoder, self.head_kind = encoder, head
-        sem = get_semantics(encoder.semantics)
+        sem = encoder.plan.semantics  # normalised when the encoder was built
         self.head = _HEADS[head](H, num_labels, dropout)
         self.head.apply(lambda m: init_weights(m, sem))
 

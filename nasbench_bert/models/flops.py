@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from ..semantics import AS_SPECIFIED, AS_TRAINED, EMBEDDING_SIZE, VOCAB_SIZE, ModelPlan, SemanticsLike, get_semantics
+from ..semantics import DEFAULT_SEMANTICS, DEFAULT_SPEC_SEMANTICS, EMBEDDING_SIZE, VOCAB_SIZE, ModelPlan, SemanticsLike, get_semantics
 from ..sizes import mixing_flops
 from ..spaces.flexibert import Arch, ArchLike
 
@@ -24,7 +24,7 @@ def count_flops(model: torch.nn.Module, *inputs: torch.Tensor, backward: bool = 
     return int(counter.get_total_flops())
 
 
-def flexibert_flops(arch: ArchLike, batch: int, seq: int, semantics: SemanticsLike = AS_SPECIFIED) -> int:
+def flexibert_flops(arch: ArchLike, batch: int, seq: int, semantics: SemanticsLike = DEFAULT_SPEC_SEMANTICS) -> int:
     """Analytic forward FLOPs of the encoder (matrix products only; see module doc),
     for the model that ``semantics`` builds from ``arch``."""
     return plan_flops(get_semantics(semantics).plan(Arch.coerce(arch)), batch, seq)
@@ -43,7 +43,7 @@ def plan_flops(plan: ModelPlan, batch: int, seq: int) -> int:
     return total
 
 
-def electra_pretraining_flops(arch: ArchLike, batch: int, seq: int, semantics: SemanticsLike = AS_TRAINED, *,
+def electra_pretraining_flops(arch: ArchLike, batch: int, seq: int, semantics: SemanticsLike = DEFAULT_SEMANTICS, *,
                               masked_tokens: float | None = None, mask_prob: float = 0.15, backward: bool = True) -> float:
     """Analytic FLOPs of one ELECTRA pretraining step as ``builders.pretrain`` computes it
     (matrix products only, as :func:`flexibert_flops`):
@@ -77,7 +77,7 @@ def electra_plan_flops(disc: ModelPlan, gen: ModelPlan, batch: int, seq: int, *,
     return 3 * fwd if backward else fwd
 
 
-def encoder_training_flops(arch: ArchLike, batch: int, seq: int, semantics: SemanticsLike = AS_TRAINED,
+def encoder_training_flops(arch: ArchLike, batch: int, seq: int, semantics: SemanticsLike = DEFAULT_SEMANTICS,
                            num_labels: int = 2) -> int:
     """Analytic FLOPs of one GLUE finetuning step: the encoder and ELECTRA's TF head
     (one Linear H -> labels on the first token), forward + backward (3 x forward)."""

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..checks import check_seed
 from ..sizes import NLP_EMBEDDING, NLP_HIDDEN
 from ..spaces.nlp import INPUT, WEIGHTED_OPS, Recipe, parse_recipe
 
@@ -153,7 +154,7 @@ def build_nlp_rnn(recipe: Any, vocab_size: int, seed: int | None = None) -> Reci
     """
     if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 1:
         raise ValueError(f"vocab_size = {vocab_size!r} must be a positive integer (PTB 10000, WikiText-2 33278)")
-    if seed is None:
+    if check_seed("seed", seed) is None:
         return RecipeLM(recipe, vocab_size)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

@@ -37,7 +37,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..checks import check_choice
-from ..semantics import AS_SPECIFIED, AS_TRAINED, EMBEDDING_SIZE, ModelPlan, Semantics, get_semantics
+from ..semantics import AS_SPECIFIED, AS_TRAINED, DEFAULT_SEMANTICS, EMBEDDING_SIZE, ModelPlan, Semantics, get_semantics
 from ..sizes import embedding_params, feed_forward_params, mixing_flops, operation_params
 from ..spaces.flexibert import (
     BLOCK_SIZES, CHOICES_PER_LAYER, HIDDEN_SIZES, LAYER_CHOICES, LAYER_COUNTS, OPERATIONS, PER_HIDDEN, Arch,
@@ -163,7 +163,7 @@ def tables(semantics: Any) -> dict[str, np.ndarray]:
     return _TABLES[sem.key]
 
 
-def num_params_indices(idx: np.ndarray, semantics: Any = AS_TRAINED) -> np.ndarray:
+def num_params_indices(idx: np.ndarray, semantics: Any = DEFAULT_SEMANTICS) -> np.ndarray:
     """Analytic parameter counts of archs given by space index (vectorised; equal to
     :func:`nasbench_bert.sizes.flexibert_num_params`)."""
     h, ch = decode_indices(idx)
@@ -171,7 +171,7 @@ def num_params_indices(idx: np.ndarray, semantics: Any = AS_TRAINED) -> np.ndarr
     return t["E_params"][h] + t["P"][h[:, None], ch].sum(1)
 
 
-def flops_indices(idx: np.ndarray, semantics: Any = AS_TRAINED) -> np.ndarray:
+def flops_indices(idx: np.ndarray, semantics: Any = DEFAULT_SEMANTICS) -> np.ndarray:
     """Analytic forward FLOPs (batch 1, :data:`SEQ_LEN` tokens) by space index."""
     h, ch = decode_indices(idx)
     t = tables(semantics)
