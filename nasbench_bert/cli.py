@@ -23,6 +23,7 @@ from .errors import InvalidArgumentError, NasBenchError
 from .search.algorithms import ALGORITHMS
 from .search.oracle import ORACLES
 from .semantics import SEMANTICS_NAMES
+from .sizes import WIKITEXT2_VOCAB
 
 console = Console(soft_wrap=True)  # long paths and messages stay on one line for grep
 #: errors go to stderr so that ``--json`` / export output on stdout stays parseable
@@ -181,10 +182,23 @@ def cmd_download(args: argparse.Namespace) -> None:
     console.print(f"verified {len(d.manifest['tables'])} tables of {args.repo_id}@{args.revision} (commit {d.path.parent.name}) in {d.path}")
 
 
+#: the value of ``--ids``, ``--nlp-ids`` and ``--semantics`` that selects everything
+ALL = "all"
+
+
+def _is_all(text: str) -> bool:
+    return text == ALL
+
+
+def _ids_or_all(text: str, n: int, option: str = "--ids") -> list[int] | None:
+    """:func:`_parse_ids`, or None for 'all'."""
+    return None if _is_all(text) else _parse_ids(text, n, option)
+
+
 def _parse_ids(text: str, n: int, option: str = "--ids") -> list[int]:
     """'all' or ids and ranges like '0-99,250'; every id in 0 .. n-1 (checked before any
     list is built, so a huge range is refused at once)."""
-    if text == "all":
+    if _is_all(text):
         return list(range(n))
     spans: list[tuple[int, int]] = []
     for part in text.split(","):
@@ -259,28 +273,41 @@ def cmd_proxies_compute(args: argparse.Namespace) -> None:
     batch = {"batch_size": args.batch_size, "seq_len": args.seq_len, "source": args.source}
     batch = {k: v for k, v in batch.items() if v is not None}
     if args.sample is not None:  # archs drawn from the whole space, not the benchmark's 500
-        if args.space != "flexibert" or args.ids != "all":
+        if args.space not in _SAMPLED_SPACES or not _is_all(args.ids):
             raise InvalidArgumentError("--sample draws FlexiBERT archs from the whole space; it takes no --ids and "
                                        "needs --space flexibert")
         from .spaces.flexibert import FLEXIBERT_SPACE
 
         items: list[Any] = FLEXIBERT_SPACE.sample(args.sample, seed=args.seed)
-    elif args.space != "nlp":  # FlexiBERT keys are benchmark ids
-        items = _parse_ids(args.ids, len(bench))
     else:
-        w = bench.nlp.wikitext2 if args.dataset == "wikitext2" else bench.nlp.ptb
-        w = w[w.recipe.notna()]
-        items = [(r.log_name, r.recipe) for r in w.itertuples()]
-        if args.ids != "all":
-            items = [items[i] for i in _parse_ids(args.ids, len(items))]
-        if args.dataset == "wikitext2":
-            batch["vocab_size"] = 33278
+        items = _PROXY_ITEMS[args.space](args, bench, batch)
     names = args.proxies.split(",") if "," in args.proxies else args.proxies
     df = proxies.compute(items, names, semantics=args.semantics, seed=args.seed, batch=batch, space=args.space, dtype=args.dtype,
                          bench=bench, cache=args.cache, jobs=args.jobs, progress=not args.quiet,
                          executor=args.executor, ray_address=args.ray_address)
     _write_frame(df, Path(args.out))
     console.print(f"wrote {len(df)} rows ({int(df.error.notna().sum())} errors, {int(df.cached.sum())} from cache) to {args.out}")
+
+
+def _flexibert_items(args: argparse.Namespace, bench: Benchmark, batch: dict[str, Any]) -> list[Any]:
+    return _parse_ids(args.ids, len(bench))  # FlexiBERT keys are benchmark ids
+
+
+def _nlp_items(args: argparse.Namespace, bench: Benchmark, batch: dict[str, Any]) -> list[Any]:
+    w = getattr(bench.nlp, args.dataset)  # the NLP lookup names its tables after the datasets
+    w = w[w.recipe.notna()]
+    items = [(r.log_name, r.recipe) for r in w.itertuples()]
+    ids = _ids_or_all(args.ids, len(items))
+    batch.update(_NLP_BATCH[args.dataset])
+    return items if ids is None else [items[i] for i in ids]
+
+
+#: ``--space`` -> the items ``proxies compute`` runs on (NLP: (log name, recipe) rows by position)
+_PROXY_ITEMS = {"flexibert": _flexibert_items, "nlp": _nlp_items}
+#: the spaces ``--sample`` can draw from
+_SAMPLED_SPACES = frozenset({"flexibert"})
+#: ``--dataset`` -> what it changes in the proxy batch (its vocabulary; PTB's is the default)
+_NLP_BATCH: dict[str, dict[str, Any]] = {"ptb": {}, "wikitext2": {"vocab_size": WIKITEXT2_VOCAB}}
 
 
 def cmd_hardware(args: argparse.Namespace) -> None:
@@ -292,14 +319,14 @@ def cmd_hardware(args: argparse.Namespace) -> None:
         _writable(Path(args.cache), "--cache")
     bench = _bench(args)
     if args.sample is not None:  # archs drawn from the whole space, not the benchmark's 500
-        if args.ids != "all":
+        if not _is_all(args.ids):
             raise InvalidArgumentError("--sample draws archs from the whole space; it takes no --ids")
         from .spaces.flexibert import FLEXIBERT_SPACE
 
         items: list[Any] = FLEXIBERT_SPACE.sample(args.sample, seed=args.seed)
     else:
         items = _parse_ids(args.ids, len(bench))
-    sems = hardware.ALL_SEMANTICS if args.semantics == "all" else tuple(args.semantics.split(","))
+    sems = hardware.ALL_SEMANTICS if _is_all(args.semantics) else tuple(args.semantics.split(","))
     settings = hardware.MeasureSettings(threads=args.threads)
     df = hardware.measure_many(items, sems, settings=settings, bench=bench, cache=args.cache, jobs=args.jobs,
                                executor=args.executor, ray_address=args.ray_address, progress=not args.quiet)
@@ -375,26 +402,18 @@ def cmd_proxies_evaluate(args: argparse.Namespace) -> None:
     for b in benchmarks or ():
         if b not in BENCHMARKS:
             raise InvalidArgumentError(f"--benchmarks = {args.benchmarks!r} is not allowed; allowed values: {list(BENCHMARKS)}")
-    sems: Any = args.semantics if args.semantics == "all" else [x.strip() for x in args.semantics.split(",")]
+    sems: Any = args.semantics if _is_all(args.semantics) else [x.strip() for x in args.semantics.split(",")]
     batch = {k: v for k, v in (("batch_size", args.batch_size), ("seq_len", args.seq_len), ("source", args.source))
              if v is not None}
-    ids = None if args.ids == "all" else _parse_ids(args.ids, len(bench))
-    nlp_ids = None if args.nlp_ids == "all" else _parse_ids(args.nlp_ids, len(nlp_runs(bench)), "--nlp-ids")
+    ids = _ids_or_all(args.ids, len(bench))
+    nlp_ids = _ids_or_all(args.nlp_ids, len(nlp_runs(bench)), "--nlp-ids")
     res = evaluate(args.proxy, semantics=sems, benchmarks=benchmarks,
                    compare=[c.strip() for c in args.compare.split(",") if c.strip()], ids=ids,
                    nlp_ids=nlp_ids, tasks=not args.no_tasks,
                    higher_is_better=not args.lower_is_better, dedupe=not args.no_dedupe, cache=args.cache, jobs=args.jobs,
                    executor=args.executor, ray_address=args.ray_address, progress=not args.quiet, batch=batch or None,
                    seed=args.seed, dtype=args.dtype, bootstrap=args.bootstrap, bench=bench)
-    if fmt == "md":
-        text = res.to_markdown()
-    elif fmt == "csv":
-        text = res.to_pandas().to_csv(index=False)
-    else:
-        rows = json.loads(res.to_pandas().to_json(orient="records"))  # NaN -> null
-        text = json.dumps({"proxy": res.proxy, "notes": list(res.notes), "seconds": res.seconds,
-                           "models_computed": res.computed, "models_cached": res.cached, "rows_shared": res.shared,
-                           "rows": rows}, indent=1)
+    text = _EVALUATION_FORMATS[fmt](res)
     if args.out is None:
         print(text)
         return
@@ -404,6 +423,21 @@ def cmd_proxies_evaluate(args: argparse.Namespace) -> None:
         Path(tmp).write_text(text)
     err_console.print(f"wrote {len(res.rows)} rows for {res.proxy} to {args.out} ({res.computed} models computed, "
                       f"{res.cached} from the cache, {res.shared} rows shared an identical model; {res.seconds:.0f} s)")
+
+
+def _evaluation_json(res: Any) -> str:
+    rows = json.loads(res.to_pandas().to_json(orient="records"))  # NaN -> null
+    return json.dumps({"proxy": res.proxy, "notes": list(res.notes), "seconds": res.seconds,
+                       "models_computed": res.computed, "models_cached": res.cached, "rows_shared": res.shared,
+                       "rows": rows}, indent=1)
+
+
+#: ``--format`` of ``proxies evaluate`` -> the text written
+_EVALUATION_FORMATS = {
+    "md": lambda res: res.to_markdown(),
+    "csv": lambda res: res.to_pandas().to_csv(index=False),
+    "json": _evaluation_json,
+}
 
 
 def cmd_proxies_export(args: argparse.Namespace) -> None:
@@ -424,43 +458,51 @@ def cmd_proxies_export(args: argparse.Namespace) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> None:
-    from . import search
-
     if getattr(args, "out", None):
         _check_out(Path(args.out))
     if getattr(args, "plot", None):
         _check_out(Path(args.plot), "--plot", (".png", ".pdf", ".svg"))
-    bench = _bench(args)
-    if args.scmd == "run":
-        kw = {"proxy": args.proxy} if args.proxy else {}  # refused by search.run for algorithms without a proxy
-        t = search.run(args.algorithm, bench, budget=args.budget, seed=args.seed, oracle=args.oracle,
-                       progress=not args.quiet, **kw)
-        df = t.to_pandas()
-        if args.out:
-            _write_frame(df, Path(args.out))
-        console.print(f"{args.algorithm} ({args.oracle}), seed {args.seed}: {len(t)} evaluations, "
-                      f"{df.seconds.iloc[-1] / 3600:.1f} simulated hours, best GLUE {t.best_glue:.3f}: {t.best_arch}")
-    elif args.scmd == "compare":
-        curves = search.compare(bench, args.algorithms.split(","), seeds=args.seeds, budget=args.budget, oracle=args.oracle,
-                                axis=args.axis, progress=not args.quiet)
-        end = curves.groupby("algorithm", sort=False).tail(1)
-        t = Table(title=f"best GLUE at the end ({args.budget} evaluations), {args.seeds} seeds ({args.oracle})")
-        for c in ("algorithm", "mean", "std", "q25", "q75"):
-            t.add_column(c)
-        for r in end.itertuples():
-            t.add_row(r.algorithm, f"{r.mean:.3f}", f"{r.std:.3f}", f"{r.q25:.3f}", f"{r.q75:.3f}")
-        console.print(t)
-        if args.out:
-            _write_frame(curves, Path(args.out))
-        if args.plot:
-            search.plot_comparison(curves, args.plot)
-            console.print(f"wrote {args.plot}")
-    else:
-        from .surrogate import cross_validate
+    args.search_fn(args, _bench(args))  # the search subcommand's own function (see _add_search)
 
-        err_console.print("cross-validating the surrogate: 5 folds x 3 families (about a minute on 2 cores)", highlight=False)
-        cv = cross_validate(bench)
-        console.print(cv.to_string(index=False))
+
+def _search_run(args: argparse.Namespace, bench: Benchmark) -> None:
+    from . import search
+
+    kw = {"proxy": args.proxy} if args.proxy else {}  # refused by search.run for algorithms without a proxy
+    t = search.run(args.algorithm, bench, budget=args.budget, seed=args.seed, oracle=args.oracle,
+                   progress=not args.quiet, **kw)
+    df = t.to_pandas()
+    if args.out:
+        _write_frame(df, Path(args.out))
+    console.print(f"{args.algorithm} ({args.oracle}), seed {args.seed}: {len(t)} evaluations, "
+                  f"{df.seconds.iloc[-1] / 3600:.1f} simulated hours, best GLUE {t.best_glue:.3f}: {t.best_arch}")
+
+
+def _search_compare(args: argparse.Namespace, bench: Benchmark) -> None:
+    from . import search
+
+    curves = search.compare(bench, args.algorithms.split(","), seeds=args.seeds, budget=args.budget, oracle=args.oracle,
+                            axis=args.axis, progress=not args.quiet)
+    end = curves.groupby("algorithm", sort=False).tail(1)
+    t = Table(title=f"best GLUE at the end ({args.budget} evaluations), {args.seeds} seeds ({args.oracle})")
+    for c in ("algorithm", "mean", "std", "q25", "q75"):
+        t.add_column(c)
+    for r in end.itertuples():
+        t.add_row(r.algorithm, f"{r.mean:.3f}", f"{r.std:.3f}", f"{r.q25:.3f}", f"{r.q75:.3f}")
+    console.print(t)
+    if args.out:
+        _write_frame(curves, Path(args.out))
+    if args.plot:
+        search.plot_comparison(curves, args.plot)
+        console.print(f"wrote {args.plot}")
+
+
+def _search_cv(args: argparse.Namespace, bench: Benchmark) -> None:
+    from .surrogate import cross_validate
+
+    err_console.print("cross-validating the surrogate: 5 folds x 3 families (about a minute on 2 cores)", highlight=False)
+    cv = cross_validate(bench)
+    console.print(cv.to_string(index=False))
 
 
 def _load_plugins(sub: Any) -> None:
@@ -661,6 +703,7 @@ def _add_search(sub: Any) -> None:
                     help="what answers evaluations: the table, the surrogate (whole space), regenerated entries")
     sr.add_argument("--proxy", default=None, help="ETAS: the ranking proxy (default ntsr)")
     sr.add_argument("--out", default=None, help="trajectory table (.csv or .parquet)")
+    sr.set_defaults(search_fn=_search_run)
     sc = ssub.add_parser("compare", help="algorithms x seeds -> anytime curves (table, PNG)")
     sc.add_argument("--algorithms", default="random,regularized_evolution,local_search", help="comma-separated algorithm names")
     sc.add_argument("--seeds", type=int, default=20, help="runs per algorithm")
@@ -669,7 +712,8 @@ def _add_search(sub: Any) -> None:
     sc.add_argument("--axis", default="evaluations", choices=["evaluations", "seconds"], help="x of the anytime curves")
     sc.add_argument("--out", default=None, help="curves table (.csv or .parquet)")
     sc.add_argument("--plot", default=None, help="curves plot (.png)")
-    ssub.add_parser("cv", help="surrogate cross-validation (5 folds by arch)")
+    sc.set_defaults(search_fn=_search_compare)
+    ssub.add_parser("cv", help="surrogate cross-validation (5 folds by arch)").set_defaults(search_fn=_search_cv)
     se.set_defaults(fn=cmd_search)
 
 

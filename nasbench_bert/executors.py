@@ -54,21 +54,33 @@ def _run(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, Any], 
          ray_address: str | None, num_cpus: int) -> None:
     if not tasks:
         return
-    if executor == "ray":
-        import ray
+    _RUNNERS[executor](fn, tasks, done, jobs, ray_address, num_cpus)
 
-        if not ray.is_initialized():
-            ray.init(address=ray_address, include_dashboard=False, log_to_driver=False)
-        remote = ray.remote(num_cpus=num_cpus)(fn)
-        index = {remote.remote(t): i for i, t in enumerate(tasks)}
-        pending = list(index)
-        while pending:  # in completion order: each finished task is handed over at once
-            ready, pending = ray.wait(pending, num_returns=1)
-            done(index[ready[0]], ray.get(ready[0]))
-    elif jobs == 1:
+
+def _run_ray(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, Any], None], jobs: int,
+             ray_address: str | None, num_cpus: int) -> None:
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=ray_address, include_dashboard=False, log_to_driver=False)
+    remote = ray.remote(num_cpus=num_cpus)(fn)
+    index = {remote.remote(t): i for i, t in enumerate(tasks)}
+    pending = list(index)
+    while pending:  # in completion order: each finished task is handed over at once
+        ready, pending = ray.wait(pending, num_returns=1)
+        done(index[ready[0]], ray.get(ready[0]))
+
+
+def _run_local(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, Any], None], jobs: int,
+               ray_address: str | None, num_cpus: int) -> None:
+    if jobs == 1:
         for i, t in enumerate(tasks):
             done(i, fn(t))
     else:
         with ProcessPoolExecutor(max_workers=jobs) as ex:
             for i, result in enumerate(ex.map(fn, tasks)):
                 done(i, result)
+
+
+#: ``executor`` (:data:`~nasbench_bert.vocabulary.EXECUTORS`) -> how its tasks run
+_RUNNERS: dict[str, Callable[..., None]] = {"local": _run_local, "ray": _run_ray}

@@ -32,17 +32,21 @@ means. This module is pure Python: ``import nasbench_bert`` stays torch-free.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from .errors import InvalidArgumentError
-from .spaces.flexibert import Arch, ArchLike
+from .spaces.flexibert import Arch, ArchLike, Layer
+from .checks import check_choice
+from .vocabulary import (
+    FF_RULES, GENERATOR_RULES, INIT_RULES, KERNEL_OPERATIONS, MIXING_RULES, FFRule, GeneratorRule, InitRule,
+    Mixing, MixingRule,
+)
 
 EMBEDDING_SIZE = 128
 VOCAB_SIZE = 30522
 MAX_POSITIONS = 512
 TYPE_VOCAB = 2
 
-Mixing = Literal["SDP", "WMA", "DFT", "DCT", "DSC"]
 Objective = Literal["ones", "projection"]
 NLPObjective = Literal["rnn_output", "decoder_logits"]
 
@@ -108,10 +112,10 @@ class Semantics:
     #: "arch": F x num_ff; "fixed": ``fixed_ff`` x num_ff; "electra_tf": 4H, then F x (num_ff - 1);
     #: "first_layer": the first layer's F x num_ff in every layer (the authors' code given
     #: ``intermediate_size`` = layer 0's F, as the NSC authors' ``eval_flexibert.py`` builds it)
-    ff_rule: Literal["arch", "fixed", "electra_tf", "first_layer"]
+    ff_rule: FFRule
     fixed_ff: int | None
     #: "arch": the operation named; "sdp": scaled dot-product attention everywhere
-    mixing_rule: Literal["arch", "sdp"]
+    mixing_rule: MixingRule
     lt_residual: bool
     #: None: torch-dct's unnormalised DCT-II (2 sum x cos); "ortho": orthonormal
     dct_norm: Literal["ortho"] | None
@@ -120,7 +124,7 @@ class Semantics:
     attention_mask: bool
     layer_norm_eps: float
     #: "normal": N(0, 0.02) (Hugging Face); "truncated_normal": N(0, 0.02) cut at 2 std (TF ELECTRA)
-    init: Literal["normal", "truncated_normal"]
+    init: InitRule
     init_std: float
     zero_padding_row: bool
     hidden_dropout: float
@@ -128,7 +132,12 @@ class Semantics:
     protocol: ProxyProtocol
     #: the generator's widths: "quarter" scales H and F by 1/4, "electra_tf" scales H
     #: only (the TF code's feed-forward layers after the first keep the arch's F)
-    generator_rule: Literal["quarter", "electra_tf"]
+    generator_rule: GeneratorRule
+
+    def __post_init__(self) -> None:
+        for field_name, allowed in (("ff_rule", FF_RULES), ("mixing_rule", MIXING_RULES), ("init", INIT_RULES),
+                                    ("generator_rule", GENERATOR_RULES)):
+            check_choice(f"Semantics.{field_name}", getattr(self, field_name), allowed)
 
     def __str__(self) -> str:
         return self.name
@@ -151,37 +160,54 @@ class Semantics:
         a = Arch.coerce(arch)
         H = hidden or self.fixed_hidden or a.hidden_size
         layers = []
+        mixing_of = _MIXING_RULES[self.mixing_rule]
+        ff_of = _FF_RULES[self.ff_rule]
         for layer in a.layers:
-            if self.mixing_rule == "sdp":
-                mixing: Mixing = "SDP"
-                kernel = None
-            elif layer.operation_type == "DSC":
-                mixing, kernel = "DSC", int(layer.operation_parameter)
-            else:
-                mixing, kernel = str(layer.operation_parameter), None  # type: ignore[assignment]
-            n = layer.num_feed_forward
-            if self.ff_rule == "arch":
-                ff = (layer.feed_forward_dimension,) * n
-            elif self.ff_rule == "fixed":
-                ff = (int(self.fixed_ff or 0),) * n
-            elif self.ff_rule == "first_layer":
-                ff = (a.layers[0].feed_forward_dimension,) * n
-            else:
-                ff = (4 * H,) + (layer.feed_forward_dimension,) * (n - 1)
+            mixing, kernel = mixing_of(layer)
+            ff = ff_of(self, a, layer, H)
             layers.append(LayerPlan(mixing, layer.num_operation_heads, kernel, ff))
         return ModelPlan(self, a, H, tuple(layers))
 
     def generator_plan(self, arch: ArchLike) -> ModelPlan:
         """The ELECTRA generator: the discriminator's layer list at 1/4 of its width."""
-        disc = self.plan(arch)
-        H = disc.hidden // 4
-        if self.generator_rule == "electra_tf":
-            g = self.plan(arch, hidden=H)
-            return g
-        layers = tuple(
-            LayerPlan(lp.mixing, lp.heads, lp.kernel, tuple(w // 4 for w in lp.ff_widths)) for lp in disc.layers
-        )
-        return ModelPlan(self, disc.arch, H, layers)
+        return _GENERATOR_RULES[self.generator_rule](self, arch, self.plan(arch))
+
+
+def _mixing_as_named(layer: Layer) -> tuple[Mixing, int | None]:
+    if layer.operation_type in KERNEL_OPERATIONS:
+        return "DSC", int(layer.operation_parameter)
+    return str(layer.operation_parameter), None  # type: ignore[return-value]
+
+
+#: ``Semantics.mixing_rule`` -> the token mixing (and kernel) a layer is built with
+_MIXING_RULES: dict[str, Callable[[Layer], tuple[Mixing, int | None]]] = {
+    "arch": _mixing_as_named,
+    "sdp": lambda layer: ("SDP", None),
+}
+
+#: ``Semantics.ff_rule`` -> the feed-forward widths of a layer (see the field's comment)
+_FF_RULES: dict[str, Callable[["Semantics", Arch, Layer, int], tuple[int, ...]]] = {
+    "arch": lambda sem, a, layer, H: (layer.feed_forward_dimension,) * layer.num_feed_forward,
+    "fixed": lambda sem, a, layer, H: (int(sem.fixed_ff or 0),) * layer.num_feed_forward,
+    "first_layer": lambda sem, a, layer, H: (a.layers[0].feed_forward_dimension,) * layer.num_feed_forward,
+    "electra_tf": lambda sem, a, layer, H: (4 * H,) + (layer.feed_forward_dimension,) * (layer.num_feed_forward - 1),
+}
+
+
+
+def _quarter_generator(sem: "Semantics", arch: ArchLike, disc: ModelPlan) -> ModelPlan:
+    layers = tuple(
+        LayerPlan(lp.mixing, lp.heads, lp.kernel, tuple(w // 4 for w in lp.ff_widths)) for lp in disc.layers
+    )
+    return ModelPlan(sem, disc.arch, disc.hidden // 4, layers)
+
+
+#: ``Semantics.generator_rule`` -> the generator's plan ("quarter" scales H and F by 1/4,
+#: "electra_tf" plans the arch at H/4 with the arch's own F)
+_GENERATOR_RULES: dict[str, Callable[["Semantics", ArchLike, ModelPlan], ModelPlan]] = {
+    "quarter": _quarter_generator,
+    "electra_tf": lambda sem, arch, disc: sem.plan(arch, hidden=disc.hidden // 4),
+}
 
 
 _ELECTRA = dict(layer_norm_eps=1e-12, init_std=0.02, hidden_dropout=0.1, attention_dropout=0.1)
@@ -231,6 +257,17 @@ _BY_NAME: dict[str, Semantics] = {n: s for s in SEMANTICS.values() for n in (s.n
 SEMANTICS_NAMES: tuple[str, ...] = tuple(_BY_NAME)
 
 SemanticsLike = Semantics | str
+
+# -- the default-semantics policy, stated once ---------------------------------------------
+#: the default where code reproduces or measures the benchmark's models (the ELECTRA
+#: pretraining model and its FLOPs, finetuning FLOPs, proxies, hardware, results, the
+#: surrogate's features): the model the authors' code trained, which the benchmark's
+#: numbers are of
+DEFAULT_SEMANTICS = AS_TRAINED
+#: the default where code builds or counts an arch as written (``build_flexibert``,
+#: ``FlexiBERTEncoder``, ``flexibert_num_params``, ``flexibert_flops``): the paper's
+#: Table 1 reading of the arch string
+DEFAULT_SPEC_SEMANTICS = AS_SPECIFIED
 
 
 def get_semantics(value: Any) -> Semantics:

@@ -20,7 +20,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Union
+from typing import Any, Callable, Iterator, Union
 
 from .errors import DataNotFoundError, InvalidArgumentError
 
@@ -35,42 +35,58 @@ Document = Union[str, tuple[str, ...]]
 
 def read_documents(source: str, limit: int | None = None) -> list[Document]:
     """The documents of ``source`` (see module doc), at most ``limit`` of them."""
-    if not isinstance(source, str) or source.partition(":")[0] not in ("text", "glue", "hf") or not source.partition(":")[2]:
+    if not isinstance(source, str) or source.partition(":")[0] not in _READERS or not source.partition(":")[2]:
         raise InvalidArgumentError(f"source = {source!r} is not allowed; allowed: 'text:<file or folder>', 'glue:<folder>', "
                          "'hf:<dataset>[:<config>]'")
     kind, _, arg = source.partition(":")
-    docs: list[Document]
-    if kind == "text":
-        p = Path(arg)
-        if not p.exists():
-            raise DataNotFoundError(f"source = {source!r}: {p} does not exist")
-        files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
-        docs = [ln.strip() for f in files for ln in f.read_text(errors="replace").splitlines() if ln.strip()]
-    elif kind == "glue":
-        p = Path(arg) / "train.tsv" if Path(arg).is_dir() else Path(arg)
-        if not p.is_file():
-            raise DataNotFoundError(f"source = {source!r}: no GLUE train.tsv at {p}")
-        with open(p, newline="") as f:
-            rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
-        cols = [c for c in _GLUE_TEXT_COLUMNS if rows and c in rows[0]]
-        docs = [tuple(r[c] for c in cols[:2]) if len(cols) > 1 else r[cols[0]] for r in rows]
-    else:
-        import datasets  # optional dependency (the [build] / [hub] extras), only for hf:
-
-        name, _, config = arg.partition(":")
-        docs = []
-        for ex in datasets.load_dataset(name, config or None, split="train", streaming=True):
-            docs.append(ex["text"])
-            if limit is not None and len(docs) >= limit:
-                break
+    docs = _READERS[kind](source, arg, limit)
     if not docs:
         raise InvalidArgumentError(f"source = {source!r} holds no text")
     return docs[:limit] if limit else docs
 
 
+def _read_text(source: str, arg: str, limit: int | None) -> list[Document]:
+    p = Path(arg)
+    if not p.exists():
+        raise DataNotFoundError(f"source = {source!r}: {p} does not exist")
+    files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+    return [ln.strip() for f in files for ln in f.read_text(errors="replace").splitlines() if ln.strip()]
+
+
+def _read_glue(source: str, arg: str, limit: int | None) -> list[Document]:
+    p = Path(arg) / "train.tsv" if Path(arg).is_dir() else Path(arg)
+    if not p.is_file():
+        raise DataNotFoundError(f"source = {source!r}: no GLUE train.tsv at {p}")
+    with open(p, newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    cols = [c for c in _GLUE_TEXT_COLUMNS if rows and c in rows[0]]
+    return [tuple(r[c] for c in cols[:2]) if len(cols) > 1 else r[cols[0]] for r in rows]
+
+
+def _read_hf(source: str, arg: str, limit: int | None) -> list[Document]:
+    import datasets  # optional dependency (the [build] / [hub] extras), only for hf:
+
+    name, _, config = arg.partition(":")
+    docs: list[Document] = []
+    for ex in datasets.load_dataset(name, config or None, split="train", streaming=True):
+        docs.append(ex["text"])
+        if limit is not None and len(docs) >= limit:
+            break
+    return docs
+
+
+#: a source's kind (the part before the first colon) -> its reader
+_READERS: dict[str, Callable[[str, str, int | None], list[Document]]] = {
+    "text": _read_text, "glue": _read_glue, "hf": _read_hf,
+}
+
+
 def flat_text(doc: Document) -> str:
     """A document as one string (pairs joined by a space)."""
     return " ".join(doc) if isinstance(doc, tuple) else doc
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def hub_reachable(timeout: float = 2.0) -> bool:
@@ -83,7 +99,7 @@ def hub_reachable(timeout: float = 2.0) -> bool:
         return False
     u = urlsplit(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
     try:
-        socket.create_connection((u.hostname, u.port or (443 if u.scheme == "https" else 80)), timeout=timeout).close()
+        socket.create_connection((u.hostname, u.port or _DEFAULT_PORTS.get(u.scheme, 80)), timeout=timeout).close()
         return True
     except (OSError, ValueError):
         return False

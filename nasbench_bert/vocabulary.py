@@ -36,6 +36,27 @@ EXECUTORS: tuple[str, ...] = get_args(Executor)
 DTYPES: tuple[str, ...] = get_args(Dtype)
 ORACLE_KINDS: tuple[str, ...] = get_args(OracleKind)
 DATASETS: tuple[str, ...] = get_args(Dataset)
+#: each dataset's column of a run's final test loss (the NLP lookup names its tables
+#: after the datasets: ``nlp.ptb``, ``nlp.wikitext2``)
+FINAL_TEST_LOSS: dict[str, str] = {"ptb": "test_loss", "wikitext2": "final_test_loss"}
+
+#: a FlexiBERT layer's operation type (``Layer.operation_type``)
+OperationType = Literal["SA", "LT", "DSC"]
+#: the operation types whose parameter is a convolution kernel size (an int), not the
+#: name of a token mixing
+KERNEL_OPERATIONS: frozenset[str] = frozenset({"DSC"})
+#: the token mixing a built layer runs (``LayerPlan.mixing``)
+Mixing = Literal["SDP", "WMA", "DFT", "DCT", "DSC"]
+#: the rules a :class:`~nasbench_bert.semantics.Semantics` is made of (see its fields)
+FFRule = Literal["arch", "fixed", "electra_tf", "first_layer"]
+MixingRule = Literal["arch", "sdp"]
+InitRule = Literal["normal", "truncated_normal"]
+GeneratorRule = Literal["quarter", "electra_tf"]
+MIXINGS: tuple[str, ...] = get_args(Mixing)
+FF_RULES: tuple[str, ...] = get_args(FFRule)
+MIXING_RULES: tuple[str, ...] = get_args(MixingRule)
+INIT_RULES: tuple[str, ...] = get_args(InitRule)
+GENERATOR_RULES: tuple[str, ...] = get_args(GeneratorRule)
 
 
 class NLPBenchmarkLike(Protocol):

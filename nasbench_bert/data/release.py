@@ -107,7 +107,8 @@ def fetch_release(source: str | os.PathLike[str], workdir: Path | None = None) -
     leaves a truncated file behind.
     """
     s = os.fspath(source)
-    if s != "github" and not s.startswith(("http://", "https://", "file://")):
+    github = s == "github"  # the authors' repositories, else a folder or a base URL
+    if not github and not s.startswith(("http://", "https://", "file://")):
         p = Path(s)
         if not p.is_dir():
             raise DataNotFoundError(f"release folder {p} does not exist; pass a folder with the layout of shared/upstream "
@@ -118,7 +119,7 @@ def fetch_release(source: str | os.PathLike[str], workdir: Path | None = None) -
         return p
     dest = Path(workdir or tempfile.mkdtemp(prefix="nasbench-bert-release-"))
     for rel in FILES:
-        if s == "github":
+        if github:
             prefix = next(k for k in GITHUB if rel.startswith(k))
             url = GITHUB[prefix] + rel[len(prefix):]
         else:
@@ -183,7 +184,7 @@ def flexibert_table(entries: list[dict[str, Any]]) -> pa.Table:
     cols["glue"] = pa.array([float(e["scores"]["glue"]) for e in entries], pa.float64())
     cols["time_to_train"] = pa.array([float(e["time_to_train"]) for e in entries], pa.float64())
     cols["completed"] = pa.array([bool(e["completed"]) for e in entries], pa.bool_())
-    hp_keys = sorted({k for e in entries for k in e["hparams"] if k != "model_hparam_overrides"})
+    hp_keys = sorted({k for e in entries for k in e["hparams"]} - {"model_hparam_overrides"})
     for k in hp_keys:
         vals = [e["hparams"].get(k) for e in entries]
         cols[f"hp_{k}"] = pa.array(vals)
@@ -244,7 +245,7 @@ def flexibert_hardware_table(flexibert: pa.Table, measured: pa.Table) -> pa.Tabl
             raise DataIntegrityError(f"measured hardware row for arch id {i} does not match the release's arch "
                                      f"{a!r} (arch_sha {h}); rebuild it with `python -m nasbench_bert.builders.hardware`")
         archs.append(a)
-    t = measured.rename_columns(["id" if c == "arch_id" else c for c in measured.column_names])
+    t = measured.rename_columns([{"arch_id": "id"}.get(c, c) for c in measured.column_names])
     t = t.add_column(1, "arch", pa.array(archs, pa.string()))
     return t.replace_schema_metadata({
         b"description": b"CPU latency (encoder forward, sequence 128, median of repeats), peak memory (weights + the "
@@ -333,6 +334,10 @@ def stored_hook_multiplicity(bench: list[dict[str, Any]]) -> dict[int, int]:
     return out
 
 
+#: the stored proxy columns that are counts (int64); the others are scores (float64)
+_COUNT_COLUMNS = frozenset({"num_params_seed_compat"})
+
+
 def flexibert_proxies_table(path: Path, bench: list[dict[str, Any]]) -> pa.Table:
     header, rows = _csv_rows(path)
     want = ["ID", "GLUE Score", *FLEXIBERT_PROXY_COLUMNS]
@@ -345,7 +350,7 @@ def flexibert_proxies_table(path: Path, bench: list[dict[str, Any]]) -> pa.Table
             raise DataIntegrityError(f"{path.name}: GLUE score of arch {r[0]} differs from BERT_benchmark.json")
     cols: dict[str, Any] = {"id": pa.array([int(r[0]) for r in rows], pa.int32())}
     for j, (src, name) in enumerate(FLEXIBERT_PROXY_COLUMNS.items(), start=2):
-        if name == "num_params_seed_compat":
+        if name in _COUNT_COLUMNS:
             cols[name] = pa.array([int(float(r[j])) for r in rows], pa.int64())
         else:
             cols[name] = pa.array([_num(r[j]) for r in rows], pa.float64())

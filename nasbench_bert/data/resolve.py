@@ -25,7 +25,7 @@ import os
 import re
 import warnings
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from ..errors import (
     DataNotFoundError,
@@ -135,7 +135,7 @@ def parse_source(spec: str) -> tuple[str, str | None]:
     if not isinstance(spec, str):
         raise InvalidArgumentError(f"source = {spec!r} is not allowed; allowed: 'hub', 'hub:<endpoint>', 'release', 'release:<folder|URL>', 'local', 'local:<folder>'")
     kind, _, arg = spec.partition(":")
-    if kind not in ("hub", "release", "local") or (spec.endswith(":") and not arg):
+    if kind not in _FETCHERS or (spec.endswith(":") and not arg):
         raise InvalidArgumentError(f"source = {spec!r} is not allowed; allowed: 'hub', 'hub:<endpoint>', 'release', 'release:<folder|URL>', 'local', 'local:<folder>'")
     return kind, (arg or None)
 
@@ -163,18 +163,30 @@ def fetch(
     failures: list[str] = []
     for i, (spec, (kind, arg)) in enumerate(zip(sources, specs)):
         try:
-            if kind == "hub":
-                from .hub import download
-
-                return download(repo_id, revision, endpoint=arg, token=token, verify=verify)
-            if kind == "release":
-                return _from_release(arg, verify, progress)
-            return resolve(arg, hub=False, build=False, verify=verify)
+            return _FETCHERS[kind](arg, repo_id=repo_id, revision=revision, token=token, verify=verify, progress=progress)
         except NasBenchError as e:
             failures.append(f"{spec}: {e}")
             nxt = f"trying {sources[i + 1]!r}" if i + 1 < len(specs) else "no source left"
             warnings.warn(f"data source {spec!r} failed ({e}); {nxt}", SourceUnavailableWarning, stacklevel=2)
     raise DataNotFoundError("no data source worked:\n  " + "\n  ".join(failures))
+
+
+def _fetch_hub(arg: str | None, *, repo_id: str, revision: str | None, token: Any, verify: bool, progress: bool) -> DataDir:
+    from .hub import download
+
+    return download(repo_id, revision, endpoint=arg, token=token, verify=verify)
+
+
+def _fetch_release(arg: str | None, *, verify: bool, progress: bool, **_: Any) -> DataDir:
+    return _from_release(arg, verify, progress)
+
+
+def _fetch_local(arg: str | None, *, verify: bool, **_: Any) -> DataDir:
+    return resolve(arg, hub=False, build=False, verify=verify)
+
+
+#: a source's kind (:func:`parse_source`) -> how its tables are fetched
+_FETCHERS: dict[str, Callable[..., DataDir]] = {"hub": _fetch_hub, "release": _fetch_release, "local": _fetch_local}
 
 
 def default_locations(release: str | None, out: str | None) -> tuple[str, str]:

@@ -29,7 +29,7 @@ from ConfigSpace import Configuration, ConfigurationSpace
 
 from ..errors import InvalidArgumentError
 from ..spaces.flexibert import (
-    FF_DIMS, FLEXIBERT_SPACE, LAYER_COUNTS, NUM_FF, NUM_HEADS, Arch, Layer,
+    FF_DIMS, FLEXIBERT_SPACE, LAYER_COUNTS, NUM_FF, NUM_HEADS, Arch, Layer, operation_parameter,
 )
 
 MAX_LAYERS = max(LAYER_COUNTS)
@@ -103,7 +103,7 @@ def configuration_to_arch(config: Configuration | Mapping[str, Any]) -> Arch:
     for i in range(n):
         t = d[f"layer{i}_operation_type"]
         p = d[param_name(i, t)]
-        layers.append(Layer(t, int(p) if t == "DSC" else p,
+        layers.append(Layer(t, operation_parameter(t, p),
                             *(int(d[f"layer{i}_{k}"]) for k in LAYER_ORDINALS)))
     return Arch(int(d["hidden_size"]), tuple(layers))
 

@@ -232,8 +232,9 @@ def export_naszero(bench: BenchmarkLike, out_dir: str | os.PathLike[str], *, liv
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
+    builders = {"flexibert": lambda: _flexibert(bench, live, tasks), "nlp": lambda: _nlp(bench, live_nlp)}
     for space in spaces:
-        data = _flexibert(bench, live, tasks) if space == "flexibert" else _nlp(bench, live_nlp)
+        data = builders[space]()
         path = out / FILES[space]
         with atomic_path(path) as tmp:
             Path(tmp).write_text(json.dumps(data, allow_nan=False), encoding="utf-8")

@@ -28,7 +28,7 @@ from ..checks import check_bench, check_choice, check_nlp_bench, check_seed
 from ..errors import InvalidArgumentError
 from ..spaces.flexibert import HIDDEN_SIZES, LAYER_COUNTS, OPERATION_PARAMETERS, OPERATION_TYPES, Arch
 from .configspace import LAYER_ORDINALS, configuration_to_arch, evaluate, param_name
-from ..vocabulary import DATASETS, BenchmarkLike, NLPBenchmarkLike
+from ..vocabulary import DATASETS, FINAL_TEST_LOSS, BenchmarkLike, NLPBenchmarkLike
 
 
 def _check_study(n_trials: Any, seed: Any, sampler: Any) -> None:
@@ -108,7 +108,7 @@ def run_optuna_nlp(bench: BenchmarkLike | NLPBenchmarkLike, dataset: str = "ptb"
     check_choice("dataset", dataset, DATASETS)
     _check_study(n_trials, seed, sampler)
     nlp = check_nlp_bench(bench)
-    df, loss = (nlp.ptb, "test_loss") if dataset == "ptb" else (nlp.wikitext2, "final_test_loss")
+    df, loss = getattr(nlp, dataset), FINAL_TEST_LOSS[dataset]
     ok = df[np.isfinite(df[loss].astype(float))]
     ids = sorted({int(r) for r in ok["recipe_id"]})
 

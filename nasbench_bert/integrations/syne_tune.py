@@ -199,7 +199,7 @@ class FlexiBERTTabular(_CheckedObjective, BlackboxTabular):
         row = self._row.get(arch)
         if row is not None:
             return row
-        if self.outside == "raise":
+        if not ANSWERS_OUTSIDE[self.outside]:
             raise InvalidArgumentError(f"config = {arch} is not in this {len(self.archs)}-arch table; allowed: one of its "
                                        "archs (blackbox.archs), or build it with outside='nearest'")
         return int(np.argmin(field_distances(field_codes(arch), self._codes)))  # argmin: first (lowest) row on ties
@@ -211,9 +211,8 @@ class FlexiBERTTabular(_CheckedObjective, BlackboxTabular):
             self._at(int(row), fidelity, seed)
 
     def _at(self, row: int, fidelity: Mapping[str, Any], seed: int | None) -> dict[str, float]:
-        s = int(np.random.randint(0, self.num_seeds)) if seed is None else int(seed)
-        if not 0 <= s < self.num_seeds:
-            raise InvalidArgumentError(f"seed = {seed!r} is not allowed; allowed: 0 <= seed < {self.num_seeds}")
+        s = check_int("seed", seed, low=0, high=self.num_seeds - 1, none=True)  # a run index, not an RNG seed
+        s = int(np.random.randint(0, self.num_seeds)) if s is None else s
         value = next(iter(fidelity.values()))
         if value not in self.fidelity_map:
             raise InvalidArgumentError(f"steps = {value!r} is not allowed; allowed values: {list(self.fidelity_values)}")
@@ -228,13 +227,13 @@ def _flexibert_final(bench: BenchmarkLike, outside: str) -> FlexiBERTTabular:
     archs = list(dict.fromkeys(bench.archs))
     runs = [bench.query_all(a) for a in archs]
     # hardware objectives only when every arch's trained model was measured: never a NaN objective
-    hw_metrics = HARDWARE_METRICS if all("as_trained" in r.hardware for rs in runs for r in rs if r.source == "bundled") else ()
+    bundled = [sorted((r for r in rs if r.source == "bundled"), key=lambda r: r.id) for rs in runs]
+    hw_metrics = HARDWARE_METRICS if all("as_trained" in r.hardware for rs in bundled for r in rs) else ()
     names = ["metric_glue", *(f"metric_{t}" for t in GLUE_TASKS), ELAPSED, "metric_num_params_as_trained",
              *(f"metric_{h}" for h in hw_metrics), "metric_glue_error", "space_index"]
     seeds = max(len(r) for r in runs)
     y = np.empty((len(archs), seeds, 1, len(names)))
-    for i, (a, rs) in enumerate(zip(archs, runs)):
-        rs = sorted((r for r in rs if r.source == "bundled"), key=lambda r: r.id)
+    for i, (a, rs) in enumerate(zip(archs, bundled)):
         for s in range(seeds):
             r = rs[min(s, len(rs) - 1)]
             hw = r.hardware.get("as_trained")
@@ -284,17 +283,11 @@ class FlexiBERTSurrogateBlackbox(_CheckedObjective, Blackbox):
                  seed: int = 0, num_seeds: int | None = None):
         from ..search.oracle import SurrogateOracle
 
-        _check_choice("fidelity", fidelity, ("final", "curves"))
+        _check_choice("fidelity", fidelity, tuple(_SURROGATE_FIDELITIES))
         self.oracle = SurrogateOracle(bench, family=family, noisy=noisy, seed=seed)
         self.noisy = noisy
         self.kind = fidelity
-        if fidelity == "final":
-            self._steps = np.array([FINAL_STEPS])
-            names = ["metric_glue", *(f"metric_{t}" for t in GLUE_TASKS), ELAPSED, "metric_num_params_as_trained",
-                     "space_index"]
-        else:
-            self._steps = np.array(self.oracle.fidelities)
-            names = ["metric_glue", ELAPSED, "space_index"]
+        self._steps, names, self._answer = _SURROGATE_FIDELITIES[fidelity](self)
         super().__init__(configuration_space=flat_config_space(), fidelity_space=_steps_space(self._steps),
                          objectives_names=names)
         if num_seeds is None:
@@ -312,28 +305,48 @@ class FlexiBERTSurrogateBlackbox(_CheckedObjective, Blackbox):
         return float(self.oracle.surrogate.run_noise().sample(arch.num_layers, rng)[0])
 
     def _row(self, arch: Arch, steps: int, seed: int = 0) -> list[float]:
-        cost = self.oracle.cost_at(arch, steps)
-        if self.kind == "final":
-            m, _ = self.oracle.surrogate.predict_indices(np.array([arch.index]), return_std=False)
-            values = [float(v) for v in m[0]]
-            if self.noisy:
-                values[0] = self.oracle.expected_glue(arch) + self._noise(arch, seed)
-            return [*values, cost, float(flexibert_num_params(arch, "as_trained")), float(arch.index)]
+        return self._answer(arch, steps, seed, self.oracle.cost_at(arch, steps))
+
+    def _final_row(self, arch: Arch, steps: int, seed: int, cost: float) -> list[float]:
+        m, _ = self.oracle.surrogate.predict_indices(np.array([arch.index]), return_std=False)
+        values = [float(v) for v in m[0]]
+        if self.noisy:
+            values[0] = self.oracle.expected_glue(arch) + self._noise(arch, seed)
+        return [*values, cost, float(flexibert_num_params(arch, "as_trained")), float(arch.index)]
+
+    def _curve_row(self, arch: Arch, steps: int, seed: int, cost: float) -> list[float]:
         glue = float(self.oracle.fidelity.predict(self.oracle.expected_glue(arch), steps)) + self._noise(arch, seed)
         return [glue, cost, float(arch.index)]
 
     def _objective_function(self, configuration: dict[str, Any], fidelity: dict[str, Any] | None = None,
                             seed: int | None = None) -> Any:
         arch = config_to_arch(configuration)
-        s = 0 if seed is None else int(seed)
-        if not 0 <= s < self.num_seeds:
-            raise InvalidArgumentError(f"seed = {seed!r} is not allowed; allowed: 0 ... {self.num_seeds - 1}")
+        s = check_int("seed", 0 if seed is None else seed, low=0, high=self.num_seeds - 1)  # a run index
         if fidelity is None:
             return np.array([self._row(arch, int(st), s) for st in self._steps])
         value = next(iter(fidelity.values()))
         if value not in set(self._steps.tolist()):
             raise InvalidArgumentError(f"steps = {value!r} is not allowed; allowed values: {self._steps.tolist()}")
         return dict(zip(self.objectives_names, self._row(arch, int(value), s)))
+
+
+def _surrogate_final(bb: FlexiBERTSurrogateBlackbox) -> tuple[np.ndarray, list[str], Any]:
+    names = ["metric_glue", *(f"metric_{t}" for t in GLUE_TASKS), ELAPSED, "metric_num_params_as_trained", "space_index"]
+    return np.array([FINAL_STEPS]), names, bb._final_row
+
+
+def _surrogate_curves(bb: FlexiBERTSurrogateBlackbox) -> tuple[np.ndarray, list[str], Any]:
+    return np.array(bb.oracle.fidelities), ["metric_glue", ELAPSED, "space_index"], bb._curve_row
+
+
+#: ``fidelity`` -> (the fidelity values, the objectives, the row function) of the surrogate blackbox
+_SURROGATE_FIDELITIES = {"final": _surrogate_final, "curves": _surrogate_curves}
+#: ``fidelity`` -> the tabular blackbox's builder (see :func:`to_syne_tune`)
+_TABULAR_FIDELITIES = {"final": _flexibert_final, "curves": _flexibert_curves}
+#: ``fidelity`` -> the task name :func:`serialize_blackbox` writes a tabular blackbox under
+_TASK_NAMES = {"final": "flexibert", "curves": "flexibert_curves"}
+#: ``outside`` -> whether an arch outside the table is answered (by its nearest evaluated arch)
+ANSWERS_OUTSIDE: dict[str, bool] = {"nearest": True, "raise": False}
 
 
 def to_syne_tune(bench: BenchmarkLike, *, oracle: Literal["tabular", "surrogate"] = "tabular",
@@ -356,17 +369,29 @@ def to_syne_tune(bench: BenchmarkLike, *, oracle: Literal["tabular", "surrogate"
     ``noisy=True`` (with ``seed``, ``num_seeds``) makes it the noisy simulated benchmark.
     """
     bench = check_bench(bench)
-    _check_choice("oracle", oracle, ("tabular", "surrogate"))
-    _check_choice("fidelity", fidelity, ("final", "curves"))
-    _check_choice("outside", outside, ("nearest", "raise"))
-    if oracle == "surrogate":
-        return FlexiBERTSurrogateBlackbox(bench, fidelity, family, noisy=noisy, seed=seed, num_seeds=num_seeds)
+    _check_choice("oracle", oracle, tuple(_ORACLES))
+    _check_choice("fidelity", fidelity, tuple(_TABULAR_FIDELITIES))
+    _check_choice("outside", outside, tuple(ANSWERS_OUTSIDE))
+    return _ORACLES[oracle](bench, fidelity, outside, family, noisy, seed, num_seeds)
+
+
+def _surrogate_blackbox(bench: BenchmarkLike, fidelity: str, outside: str, family: str | None, noisy: bool, seed: int,
+                        num_seeds: int | None) -> Blackbox:
+    return FlexiBERTSurrogateBlackbox(bench, fidelity, family, noisy=noisy, seed=seed, num_seeds=num_seeds)
+
+
+def _tabular_blackbox(bench: BenchmarkLike, fidelity: str, outside: str, family: str | None, noisy: bool, seed: int,
+                      num_seeds: int | None) -> Blackbox:
     if noisy or seed != 0 or num_seeds is not None:
         raise InvalidArgumentError(f"noisy/seed/num_seeds = {noisy!r}/{seed!r}/{num_seeds!r} only apply to "
                                    "oracle='surrogate'; allowed with 'tabular': the defaults (False, 0, None)")
     if family is not None:
         raise InvalidArgumentError(f"family = {family!r} only applies to oracle='surrogate'; allowed with 'tabular': None")
-    return _flexibert_final(bench, outside) if fidelity == "final" else _flexibert_curves(bench, outside)
+    return _TABULAR_FIDELITIES[fidelity](bench, outside)
+
+
+#: ``oracle`` -> the blackbox :func:`to_syne_tune` makes
+_ORACLES = {"tabular": _tabular_blackbox, "surrogate": _surrogate_blackbox}
 
 
 # -- NAS-Bench-NLP ----------------------------------------------------------------------------------
@@ -409,15 +434,20 @@ def nlp_to_syne_tune(bench: BenchmarkLike | NLPBenchmarkLike, dataset: Literal["
     ``metric_val_loss``, ``metric_test_loss``, ``metric_num_params`` and
     ``metric_elapsed_time``, the cumulative wall time; 2 seeds (one recipe trained twice).
     """
-    _check_choice("dataset", dataset, ("ptb", "wikitext2"))
-    nlp = check_nlp_bench(bench)
-    if dataset == "ptb":
-        df = nlp.ptb
-        names = ["metric_test_loss", "metric_perplexity", "metric_bits_per_word", "metric_num_params", ELAPSED]
-        y = np.stack([df["test_loss"], df["perplexity"], df["bits_per_word"], df["num_params"].astype(float),
-                      np.ones(len(df))], axis=1).astype(float)[:, None, None, :]
-        hp = pd.DataFrame({"recipe_id": df["recipe_id"].astype(int).tolist()})
-        return NLPTabular(hp, y, np.array([50]), names, "ptb")
+    _check_choice("dataset", dataset, tuple(_NLP_TABLES))
+    return _NLP_TABLES[dataset](check_nlp_bench(bench))
+
+
+def _nlp_ptb(nlp: NLPBenchmarkLike) -> NLPTabular:
+    df = nlp.ptb
+    names = ["metric_test_loss", "metric_perplexity", "metric_bits_per_word", "metric_num_params", ELAPSED]
+    y = np.stack([df["test_loss"], df["perplexity"], df["bits_per_word"], df["num_params"].astype(float),
+                  np.ones(len(df))], axis=1).astype(float)[:, None, None, :]
+    hp = pd.DataFrame({"recipe_id": df["recipe_id"].astype(int).tolist()})
+    return NLPTabular(hp, y, np.array([50]), names, "ptb")
+
+
+def _nlp_wikitext2(nlp: NLPBenchmarkLike) -> NLPTabular:
     df = nlp.wikitext2
     ok = df[~df["diverged"].astype(bool)]
     dropped = tuple(int(r) for r in df.loc[df["diverged"].astype(bool), "recipe_id"])
@@ -437,6 +467,10 @@ def nlp_to_syne_tune(bench: BenchmarkLike | NLPBenchmarkLike, dataset: Literal["
     return NLPTabular(hp, y, np.arange(1, epochs + 1), names, "wikitext2", dropped)
 
 
+#: ``dataset`` -> its blackbox (:func:`nlp_to_syne_tune`)
+_NLP_TABLES = {"ptb": _nlp_ptb, "wikitext2": _nlp_wikitext2}
+
+
 # -- serialisation ----------------------------------------------------------------------------------
 def serialize_blackbox(blackbox: BlackboxTabular, path: str | os.PathLike[str], name: str | None = None) -> Path:
     """Write a tabular blackbox in syne-tune's on-disk format (``serialize``: parquet
@@ -448,7 +482,7 @@ def serialize_blackbox(blackbox: BlackboxTabular, path: str | os.PathLike[str], 
                                    "(FlexiBERTTabular or NLPTabular); a surrogate blackbox has no table to write")
     if isinstance(blackbox, FlexiBERTTabular):
         meta = {"nasbench_bert": "flexibert", "kind": blackbox.kind, "outside": blackbox.outside, "encoding": "flat-v1"}
-        default = "flexibert" if blackbox.kind == "final" else "flexibert_curves"
+        default = _TASK_NAMES[blackbox.kind]
     elif isinstance(blackbox, NLPTabular):
         meta = {"nasbench_bert": "nlp", "dataset": blackbox.dataset, "dropped": list(blackbox.dropped)}
         default = f"nlp_{blackbox.dataset}"
@@ -469,18 +503,28 @@ def load_blackbox(path: str | os.PathLike[str]) -> Blackbox:
         raise InvalidArgumentError(f"path = {str(path)!r} holds no metadata.json; allowed: a folder written by serialize_blackbox")
     meta = deserialize_metadata(str(p))
     tasks = _st_deserialize(str(p))
-    if meta.get("nasbench_bert") not in ("flexibert", "nlp") or len(tasks) != 1:
+    if meta.get("nasbench_bert") not in _LOADERS or len(tasks) != 1:
         return tasks  # type: ignore[return-value]
     bb = next(iter(tasks.values()))
-    y = np.asarray(bb.objectives_evaluations, dtype=float)
+    return _LOADERS[meta["nasbench_bert"]](bb, meta)
+
+
+def _load_flexibert(bb: Any, meta: dict[str, Any]) -> FlexiBERTTabular:
     hp = bb.hyperparameters.reset_index(drop=True)
-    if meta["nasbench_bert"] == "flexibert":
-        hp = pd.DataFrame({c: [v.item() if isinstance(v, np.generic) else v for v in hp[c]] for c in FLAT_KEYS})
-        return FlexiBERTTabular(hp, y, np.asarray(bb.fidelity_values), list(bb.objectives_names), meta["outside"],
-                                meta["kind"])
+    hp = pd.DataFrame({c: [v.item() if isinstance(v, np.generic) else v for v in hp[c]] for c in FLAT_KEYS})
+    return FlexiBERTTabular(hp, np.asarray(bb.objectives_evaluations, dtype=float), np.asarray(bb.fidelity_values),
+                            list(bb.objectives_names), meta["outside"], meta["kind"])
+
+
+def _load_nlp(bb: Any, meta: dict[str, Any]) -> NLPTabular:
+    hp = bb.hyperparameters.reset_index(drop=True)
     hp = pd.DataFrame({"recipe_id": [int(v) for v in hp["recipe_id"]]})
-    return NLPTabular(hp, y, np.asarray(bb.fidelity_values), list(bb.objectives_names), meta["dataset"],
-                      tuple(meta.get("dropped", ())))
+    return NLPTabular(hp, np.asarray(bb.objectives_evaluations, dtype=float), np.asarray(bb.fidelity_values),
+                      list(bb.objectives_names), meta["dataset"], tuple(meta.get("dropped", ())))
+
+
+#: the ``nasbench_bert`` metadata of a serialised blackbox -> how it is read back
+_LOADERS = {"flexibert": _load_flexibert, "nlp": _load_nlp}
 
 
 # -- simulation -------------------------------------------------------------------------------------

@@ -34,15 +34,16 @@ forward pass in train mode draws the same dropout masks (tested against that cod
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..checks import check_choice, check_seed
 from ..errors import InvalidArgumentError
 from ..semantics import (
-    AS_SPECIFIED, AS_TRAINED, EMBEDDING_SIZE, MAX_POSITIONS, TYPE_VOCAB, VOCAB_SIZE, LayerPlan, ModelPlan,
+    DEFAULT_SEMANTICS, DEFAULT_SPEC_SEMANTICS, EMBEDDING_SIZE, MAX_POSITIONS, TYPE_VOCAB, VOCAB_SIZE, LayerPlan, ModelPlan,
     Semantics, SemanticsLike, get_semantics,
 )
 from ..spaces.flexibert import Arch, ArchLike
@@ -133,11 +134,9 @@ class SelfAttention(nn.Module):
         if self.wma is not None:
             q = self.wma(q)
         q, k, v = self._split(q), self._split(self.key(x)), self._split(self.value(x))
-        if self.attention_impl == "sdpa":
-            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=None if ext_mask is None else ext_mask.to(q.dtype),
-                                                 dropout_p=self.dropout.p if self.training else 0.0)
-            B, _, T, _ = ctx.shape
-            return ctx.transpose(1, 2).reshape(B, T, -1)
+        return _ATTENTION[self.attention_impl](self, q, k, v, ext_mask)
+
+    def _eager(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ext_mask: torch.Tensor | None) -> torch.Tensor:
         scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)
         if ext_mask is not None:
             scores = scores + ext_mask
@@ -145,6 +144,16 @@ class SelfAttention(nn.Module):
         ctx = probs @ v
         B, _, T, _ = ctx.shape
         return ctx.transpose(1, 2).reshape(B, T, -1)
+
+    def _sdpa(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ext_mask: torch.Tensor | None) -> torch.Tensor:
+        ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=None if ext_mask is None else ext_mask.to(q.dtype),
+                                             dropout_p=self.dropout.p if self.training else 0.0)
+        B, _, T, _ = ctx.shape
+        return ctx.transpose(1, 2).reshape(B, T, -1)
+
+
+#: ``attention_impl`` -> the :class:`SelfAttention` method that runs it
+_ATTENTION = {"eager": SelfAttention._eager, "sdpa": SelfAttention._sdpa}
 
 
 class SAOperation(nn.Module):
@@ -187,7 +196,7 @@ class LTOperation(nn.Module):
     def __init__(self, hidden: int, heads: int, kind: str, *, residual: bool = True, dct_norm: str | None = "ortho",
                  softmax: bool = False, use_mask: bool = True):
         super().__init__()
-        self.heads, self.head_dim, self.kind = heads, hidden // heads, kind
+        self.heads, self.head_dim, self.kind = heads, hidden // heads, check_choice("kind", kind, tuple(_TRANSFORMS))
         self.residual, self.dct_norm, self.use_mask = residual, dct_norm, use_mask
         self.linear = nn.Linear(hidden, hidden)
         self.softmax = nn.Softmax(dim=-1) if softmax else None
@@ -199,20 +208,27 @@ class LTOperation(nn.Module):
             self._dct[key] = dct_matrix(n, like.dtype, self.dct_norm).to(like.device)
         return self._dct[key]
 
+    def _dft(self, h: torch.Tensor) -> torch.Tensor:
+        return torch.fft.fft2(h, dim=(-2, -1)).real  # in the input's precision (complex128 for float64)
+
+    def _dct2(self, h: torch.Tensor) -> torch.Tensor:
+        return self._d(h.shape[-2], h) @ h @ self._d(self.head_dim, h).T
+
     def forward(self, x: torch.Tensor, ext_mask: torch.Tensor | None, mask: torch.Tensor | None) -> torch.Tensor:
         y = self.linear(x)
         if mask is not None and self.use_mask:  # padded tokens must not leak into the sequence transform
             y = y * mask[..., None].to(y.dtype)
         B, T, _ = y.shape
         h = y.view(B, T, self.heads, self.head_dim).transpose(1, 2)  # B, heads, T, d
-        if self.kind == "DFT":
-            h = torch.fft.fft2(h, dim=(-2, -1)).real  # in the input's precision (complex128 for float64)
-        else:
-            h = self._d(T, h) @ h @ self._d(self.head_dim, h).T
+        h = _TRANSFORMS[self.kind](self, h)
         if self.softmax is not None:
             self.softmax(h)  # output unused, as in the reference; only hooks read it
         out = h.transpose(1, 2).reshape(B, T, -1)
         return x + out if self.residual else out
+
+
+#: ``LTOperation.kind`` -> its per-head sequence transform
+_TRANSFORMS = {"DFT": LTOperation._dft, "DCT": LTOperation._dct2}
 
 
 class DSCOperation(nn.Module):
@@ -274,15 +290,36 @@ class FeedForward(nn.Module):
         return self.norm(self.dropout(self.out(y)) + x)
 
 
+def _attention_op(layer: LayerPlan, hidden: int, sem: Semantics) -> nn.Module:
+    return SAOperation(hidden, layer.heads, layer.mixing in _WEIGHTED_ATTENTION, sem.layer_norm_eps,
+                       sem.hidden_dropout, sem.attention_dropout)
+
+
+def _transform_op(layer: LayerPlan, hidden: int, sem: Semantics) -> nn.Module:
+    return LTOperation(hidden, layer.heads, layer.mixing, residual=sem.lt_residual, dct_norm=sem.dct_norm,
+                       softmax=sem.lt_softmax, use_mask=sem.attention_mask)
+
+
+def _conv_op(layer: LayerPlan, hidden: int, sem: Semantics) -> nn.Module:
+    return DSCOperation(hidden, layer.heads, int(layer.kernel or 0), eps=sem.layer_norm_eps, dropout=sem.hidden_dropout,
+                        attention_dropout=sem.attention_dropout, use_mask=sem.attention_mask,
+                        conv_init_std=None if _TRUNCATED_INIT[sem.init] else sem.init_std)
+
+
+#: the mixings whose attention carries the extra WMA weight
+_WEIGHTED_ATTENTION = frozenset({"WMA"})
+#: ``LayerPlan.mixing`` -> the module that runs it
+_OPERATIONS: dict[str, Callable[[LayerPlan, int, Semantics], nn.Module]] = {
+    "SDP": _attention_op, "WMA": _attention_op, "DFT": _transform_op, "DCT": _transform_op, "DSC": _conv_op,
+}
+#: ``Semantics.init`` -> whether weights are redrawn beyond 2 std (TF's truncated_normal);
+#: the untruncated rule draws the DSC convolutions at construction, the truncated one in
+#: :func:`init_weights`
+_TRUNCATED_INIT: dict[str, bool] = {"normal": False, "truncated_normal": True}
+
+
 def make_operation(layer: LayerPlan, hidden: int, sem: Semantics) -> nn.Module:
-    eps, hd, ad = sem.layer_norm_eps, sem.hidden_dropout, sem.attention_dropout
-    if layer.mixing in ("SDP", "WMA"):
-        return SAOperation(hidden, layer.heads, layer.mixing == "WMA", eps, hd, ad)
-    if layer.mixing in ("DFT", "DCT"):
-        return LTOperation(hidden, layer.heads, layer.mixing, residual=sem.lt_residual, dct_norm=sem.dct_norm,
-                           softmax=sem.lt_softmax, use_mask=sem.attention_mask)
-    return DSCOperation(hidden, layer.heads, int(layer.kernel or 0), eps=eps, dropout=hd, attention_dropout=ad,
-                        use_mask=sem.attention_mask, conv_init_std=sem.init_std if sem.init == "normal" else None)
+    return _OPERATIONS[layer.mixing](layer, hidden, sem)
 
 
 class EncoderLayer(nn.Module):
@@ -304,7 +341,7 @@ def init_weights(module: nn.Module, sem: Semantics) -> None:
 
     def draw(w: torch.Tensor) -> None:
         w.normal_(0.0, std)
-        if sem.init == "truncated_normal" and not w.is_meta:  # TF's truncated_normal: redraw values beyond 2 std
+        if _TRUNCATED_INIT[sem.init] and not w.is_meta:  # TF's truncated_normal: redraw values beyond 2 std
             flat = w.view(-1)
             bad = (flat.abs() > 2 * std).nonzero().squeeze(1)
             while bad.numel():
@@ -323,7 +360,7 @@ def init_weights(module: nn.Module, sem: Semantics) -> None:
         elif isinstance(module, nn.LayerNorm):
             module.weight.fill_(1.0)
             module.bias.zero_()
-        elif isinstance(module, nn.Conv1d) and sem.init != "normal":  # "normal": drawn at construction
+        elif isinstance(module, nn.Conv1d) and _TRUNCATED_INIT[sem.init]:  # else drawn at construction
             draw(module.weight)
 
 
@@ -335,7 +372,7 @@ class FlexiBERTEncoder(nn.Module):
     initialised the way the semantics' reference does (:func:`init_weights`).
     """
 
-    def __init__(self, arch: ArchLike | ModelPlan, semantics: SemanticsLike = AS_SPECIFIED, *,
+    def __init__(self, arch: ArchLike | ModelPlan, semantics: SemanticsLike = DEFAULT_SPEC_SEMANTICS, *,
                  shared_embeddings: Embeddings | None = None, init: bool = True):
         super().__init__()
         plan = arch if isinstance(arch, ModelPlan) else get_semantics(semantics).plan(Arch.coerce(arch))
@@ -363,7 +400,7 @@ class FlexiBERTEncoder(nn.Module):
         return (x, states) if output_hidden_states else x
 
 
-def build_flexibert(arch: ArchLike, semantics: SemanticsLike = AS_SPECIFIED, seed: int | None = 0) -> FlexiBERTEncoder:
+def build_flexibert(arch: ArchLike, semantics: SemanticsLike = DEFAULT_SPEC_SEMANTICS, seed: int | None = 0) -> FlexiBERTEncoder:
     """The FlexiBERT encoder of ``arch`` under ``semantics``, initialised from ``seed``.
 
     ``sum(p.numel() for p in model.parameters())`` equals
@@ -373,6 +410,7 @@ def build_flexibert(arch: ArchLike, semantics: SemanticsLike = AS_SPECIFIED, see
     """
     a = Arch.coerce(arch)
     sem = get_semantics(semantics)
+    seed = check_seed("seed", seed)
     if seed is not None:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
@@ -420,10 +458,11 @@ class ElectraPair(nn.Module):
     benchmark's training model (``as_trained``).
     """
 
-    def __init__(self, arch: ArchLike, semantics: SemanticsLike = AS_TRAINED, seed: int | None = 0):
+    def __init__(self, arch: ArchLike, semantics: SemanticsLike = DEFAULT_SEMANTICS, seed: int | None = 0):
         super().__init__()
         a = Arch.coerce(arch)
         sem = get_semantics(semantics)
+        seed = check_seed("seed", seed)
         with torch.random.fork_rng(devices=[], enabled=seed is not None):
             if seed is not None:
                 torch.manual_seed(seed)
@@ -445,7 +484,13 @@ class ElectraPair(nn.Module):
         return self.discriminator_head(self.discriminator(input_ids, attention_mask, token_type_ids))
 
 
-HEADS = ("electra_tf", "electra_hf")
+#: ``head`` -> the classification head on the first token (see :class:`SequenceClassifier`)
+_HEADS: dict[str, Callable[[int, int, float], nn.Module]] = {
+    "electra_tf": lambda H, n, p: nn.Sequential(nn.Dropout(p), nn.Linear(H, n)),
+    "electra_hf": lambda H, n, p: nn.Sequential(nn.Dropout(p), nn.Linear(H, H), nn.GELU(), nn.Dropout(p),
+                                                nn.Linear(H, n)),
+}
+HEADS = tuple(_HEADS)
 
 
 class SequenceClassifier(nn.Module):
@@ -463,12 +508,8 @@ class SequenceClassifier(nn.Module):
             raise InvalidArgumentError(f"head = {head!r} is not allowed; allowed values: {list(HEADS)}")
         H = encoder.hidden_size
         self.encoder, self.head_kind = encoder, head
-        sem = get_semantics(encoder.semantics)
-        if head == "electra_hf":
-            self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(H, H), nn.GELU(), nn.Dropout(dropout),
-                                      nn.Linear(H, num_labels))
-        else:
-            self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(H, num_labels))
+        sem = encoder.plan.semantics  # normalised when the encoder was built
+        self.head = _HEADS[head](H, num_labels, dropout)
         self.head.apply(lambda m: init_weights(m, sem))
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,

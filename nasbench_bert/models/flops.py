@@ -10,7 +10,8 @@ from __future__ import annotations
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from ..semantics import AS_SPECIFIED, AS_TRAINED, EMBEDDING_SIZE, VOCAB_SIZE, ModelPlan, SemanticsLike, get_semantics
+from ..semantics import DEFAULT_SEMANTICS, DEFAULT_SPEC_SEMANTICS, EMBEDDING_SIZE, VOCAB_SIZE, ModelPlan, SemanticsLike, get_semantics
+from ..sizes import mixing_flops
 from ..spaces.flexibert import Arch, ArchLike
 
 
@@ -23,7 +24,7 @@ def count_flops(model: torch.nn.Module, *inputs: torch.Tensor, backward: bool = 
     return int(counter.get_total_flops())
 
 
-def flexibert_flops(arch: ArchLike, batch: int, seq: int, semantics: SemanticsLike = AS_SPECIFIED) -> int:
+def flexibert_flops(arch: ArchLike, batch: int, seq: int, semantics: SemanticsLike = DEFAULT_SPEC_SEMANTICS) -> int:
     """Analytic forward FLOPs of the encoder (matrix products only; see module doc),
     for the model that ``semantics`` builds from ``arch``."""
     return plan_flops(get_semantics(semantics).plan(Arch.coerce(arch)), batch, seq)
@@ -36,26 +37,13 @@ def plan_flops(plan: ModelPlan, batch: int, seq: int) -> int:
     lin = lambda i, o: 2 * N * i * o  # noqa: E731
     total = lin(EMBEDDING_SIZE, H) if H != EMBEDDING_SIZE else 0
     for layer in plan.layers:
-        heads = layer.heads
-        if layer.mixing in ("SDP", "WMA"):
-            total += 4 * lin(H, H) + (lin(H, H) if layer.mixing == "WMA" else 0)
-            total += 2 * 2 * batch * seq * seq * H  # QK^T and PV over all heads
-        elif layer.mixing in ("DFT", "DCT"):
-            total += lin(H, H)
-            if layer.mixing == "DCT":
-                d = H // heads
-                total += 2 * batch * heads * (seq * seq * d + seq * d * d)
-        else:
-            A, h, k = H // 2, max(heads // 2, 1), int(layer.kernel or 0)
-            total += 3 * lin(H, A) + lin(A, h * k) + lin(H, A) + lin(H, H)  # q,k,v, kernel gen, conv out, output
-            total += 2 * 2 * batch * seq * seq * A  # attention half
-            total += 2 * N * H * k + lin(H, A)  # depthwise + pointwise convolutions
+        total += mixing_flops(layer, H, batch, seq)
         dims = (H, *layer.ff_widths, H)
         total += sum(lin(a, b) for a, b in zip(dims[:-1], dims[1:]))
     return total
 
 
-def electra_pretraining_flops(arch: ArchLike, batch: int, seq: int, semantics: SemanticsLike = AS_TRAINED, *,
+def electra_pretraining_flops(arch: ArchLike, batch: int, seq: int, semantics: SemanticsLike = DEFAULT_SEMANTICS, *,
                               masked_tokens: float | None = None, mask_prob: float = 0.15, backward: bool = True) -> float:
     """Analytic FLOPs of one ELECTRA pretraining step as ``builders.pretrain`` computes it
     (matrix products only, as :func:`flexibert_flops`):
@@ -89,7 +77,7 @@ def electra_plan_flops(disc: ModelPlan, gen: ModelPlan, batch: int, seq: int, *,
     return 3 * fwd if backward else fwd
 
 
-def encoder_training_flops(arch: ArchLike, batch: int, seq: int, semantics: SemanticsLike = AS_TRAINED,
+def encoder_training_flops(arch: ArchLike, batch: int, seq: int, semantics: SemanticsLike = DEFAULT_SEMANTICS,
                            num_labels: int = 2) -> int:
     """Analytic FLOPs of one GLUE finetuning step: the encoder and ELECTRA's TF head
     (one Linear H -> labels on the first token), forward + backward (3 x forward)."""

@@ -12,17 +12,34 @@ reads - so no monkey-patching is needed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import networkx as nx
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..checks import check_seed
 from ..sizes import NLP_EMBEDDING, NLP_HIDDEN
-from ..spaces.nlp import Recipe, parse_recipe
+from ..spaces.nlp import INPUT, WEIGHTED_OPS, Recipe, parse_recipe
 
 _ACT = {"activation_tanh": torch.tanh, "activation_sigm": torch.sigmoid, "activation_leaky_relu": F.leaky_relu}
+
+
+def _prod(args: list[torch.Tensor]) -> torch.Tensor:
+    out = args[0]
+    for a in args[1:]:
+        out = out * a
+    return out
+
+
+#: the ops that combine several inputs: ``(the node's Linear layers or None, inputs) -> output``
+_COMBINE: dict[str, Callable[[Any, list[torch.Tensor]], Any]] = {
+    "linear": lambda lins, args: sum(lin(a) for lin, a in zip(lins, args)),
+    "blend": lambda _, args: args[0] * args[1] + (1 - args[0]) * args[2],
+    "elementwise_prod": lambda _, args: _prod(args),
+    "elementwise_sum": lambda _, args: sum(args[1:], args[0]),
+}
 
 
 class RecipeCell(nn.Module):
@@ -47,33 +64,25 @@ class RecipeCell(nn.Module):
         self.weights = nn.ModuleDict()
         for name in self.order:
             op, inputs = spec[name]
-            if op == "linear":
+            if op in WEIGHTED_OPS:
                 self.weights[name] = nn.ModuleList(
-                    nn.Linear(input_size if i == "x" else hidden_size, hidden_size, bias=(j == 0))
+                    nn.Linear(input_size if i == INPUT else hidden_size, hidden_size, bias=(j == 0))
                     for j, i in enumerate(inputs)
                 )
 
     def forward(self, x: torch.Tensor, states: list[torch.Tensor]) -> list[torch.Tensor]:
-        values: dict[str, torch.Tensor] = {"x": x}
+        values: dict[str, torch.Tensor] = {INPUT: x}
         for i, s in enumerate(states):
             values[f"h_prev_{i}"] = s
         for name in self.order:
             op, inputs = self.spec[name]
             args = [values[i] for i in inputs]
-            if op == "linear":
-                out = sum(lin(a) for lin, a in zip(self.weights[name], args))
-            elif op == "blend":
-                out = args[0] * args[1] + (1 - args[0]) * args[2]
-            elif op == "elementwise_prod":
-                out = args[0]
-                for a in args[1:]:
-                    out = out * a
-            elif op == "elementwise_sum":
-                out = sum(args[1:], args[0])
-            else:
+            if op in _ACT:
                 out = _ACT[op](args[0])
                 if self.activation_hook is not None:
                     self.activation_hook(name, out)
+            else:
+                out = _COMBINE[op](self.weights[name] if op in WEIGHTED_OPS else None, args)
             values[name] = out
         return [values[f"h_new_{i}"] for i in range(self.num_states)]
 
@@ -145,7 +154,7 @@ def build_nlp_rnn(recipe: Any, vocab_size: int, seed: int | None = None) -> Reci
     """
     if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 1:
         raise ValueError(f"vocab_size = {vocab_size!r} must be a positive integer (PTB 10000, WikiText-2 33278)")
-    if seed is None:
+    if check_seed("seed", seed) is None:
         return RecipeLM(recipe, vocab_size)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

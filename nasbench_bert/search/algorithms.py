@@ -147,6 +147,27 @@ def etas(oracle: Oracle, rng: np.random.Generator, proxy: str | Callable[[list[A
             evaluated[cands[i]] = g
 
 
+def _num_params_as_trained(archs: list[Arch]) -> np.ndarray:
+    from ..sizes import flexibert_num_params
+
+    return np.array([flexibert_num_params(a, "as_trained") for a in archs], dtype=float)
+
+
+def _ntsr(parts: pd.DataFrame) -> np.ndarray:
+    from .. import proxies as px
+
+    return px.ntsr(parts).to_numpy()
+
+
+#: proxies counted analytically, without a forward pass
+_ANALYTIC_PROXIES: dict[str, Callable[[list[Arch]], np.ndarray]] = {"num_params": _num_params_as_trained}
+#: proxies made of computed ones: name -> (the parts, how they combine over the compared
+#: set; NTSR ranks within it, as the paper defines it)
+_COMBINED_PROXIES: dict[str, tuple[tuple[str, ...], Callable[[pd.DataFrame], np.ndarray]]] = {
+    "ntsr": (("ntkt", "sept"), _ntsr),
+}
+
+
 def _proxy_scorer(proxy: Any, batch: dict[str, Any] | None, oracle: Oracle) -> Callable[[list[Arch]], np.ndarray]:
     """A function archs -> proxy scores (higher = better), cached per arch."""
     if callable(proxy):
@@ -157,19 +178,17 @@ def _proxy_scorer(proxy: Any, batch: dict[str, Any] | None, oracle: Oracle) -> C
     from ..data.tables import FLEXIBERT_PROXY_COLUMNS
 
     stored = set(FLEXIBERT_PROXY_COLUMNS.values())  # the release's stored columns
-    if proxy in stored and oracle.name == "tabular":
+    if proxy in stored and oracle.stored_proxies:
         t = oracle.bench.data.table("flexibert_proxies").to_pandas().set_index("id")[proxy]
         by_arch: dict[Arch, float] = {}
         for a, i in zip(oracle.bench.archs, oracle.bench.to_pandas()["id"]):
             by_arch.setdefault(a, float(t[i]))
         return lambda archs: np.array([by_arch[a] for a in archs])
-    if proxy == "num_params":
-        from ..sizes import flexibert_num_params
-
-        return lambda archs: np.array([flexibert_num_params(a, "as_trained") for a in archs], dtype=float)
+    if proxy in _ANALYTIC_PROXIES:
+        return _ANALYTIC_PROXIES[proxy]
     from .. import proxies as px
 
-    parts = ["ntkt", "sept"] if proxy == "ntsr" else [proxy]
+    parts = list(_COMBINED_PROXIES[proxy][0]) if proxy in _COMBINED_PROXIES else [proxy]
     px.get("flexibert", parts)  # validates the name
     cache: dict[Arch, dict[str, float]] = {}
     spec = {"batch_size": 2, "seq_len": 32, **(batch or {})}
@@ -184,8 +203,8 @@ def _proxy_scorer(proxy: Any, batch: dict[str, Any] | None, oracle: Oracle) -> C
             oracle.proxy_seconds += time.perf_counter() - t0
             for a, (_, r) in zip(need, df.iterrows()):
                 cache[a] = {k: float(r[k]) for k in parts}
-        if proxy == "ntsr":  # ranks within the compared set, as the paper defines it
-            return px.ntsr(pd.DataFrame([cache[a] for a in archs])).to_numpy()
+        if proxy in _COMBINED_PROXIES:
+            return _COMBINED_PROXIES[proxy][1](pd.DataFrame([cache[a] for a in archs]))
         sign = 1.0 if px.REGISTRY["flexibert"][proxy].higher_is_better else -1.0
         return np.array([sign * cache[a][proxy] for a in archs])
 

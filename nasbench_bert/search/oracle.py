@@ -54,6 +54,9 @@ class Oracle(ABC):
 
     name: str = ""
     predicted: bool = False
+    #: the benchmark's stored proxy columns describe the archs this oracle answers for (the
+    #: table's own), so a search may read them instead of computing the proxy
+    stored_proxies: bool = False
 
     def __init__(self, bench: BenchmarkLike, budget: Budget | None = None):
         self.bench = check_bench(bench)
@@ -179,6 +182,7 @@ class TabularOracle(_TableOracle):
     lowest id, as ``bench.query`` does)."""
 
     name = "tabular"
+    stored_proxies = True
 
     def __init__(self, bench: BenchmarkLike, budget: Budget | None = None):
         archs = list(dict.fromkeys(check_bench(bench).archs))

@@ -121,7 +121,7 @@ def compare(bench: BenchmarkLike, algorithms: list[str] | None = None, seeds: in
     finished runs as they happen, on stderr.
     """
     bench = check_bench(bench)
-    check_choice("axis", axis, ("evaluations", "seconds"))
+    check_choice("axis", axis, tuple(_AXES))
     _positive_int("seeds", seeds)
     _positive_int("points", points)
     algs = algorithms or ["random", "regularized_evolution", "local_search"]
@@ -135,13 +135,9 @@ def compare(bench: BenchmarkLike, algorithms: list[str] | None = None, seeds: in
             for s in range(seeds):
                 runs[alg].append(run(alg, bench, budget=budget, seed=s, oracle=oracle, mode=mode, **(params.get(alg, {}))))
                 bar.advance()
-    if axis == "evaluations":
-        grid = np.arange(1, budget + 1)
-        x_of = lambda t: np.array([e["evaluation"] for e in t.evaluations])  # noqa: E731
-    else:
-        tmax = max(t.evaluations[-1]["seconds"] for ts in runs.values() for t in ts if t.evaluations)
-        grid = np.linspace(tmax / points, tmax, points)
-        x_of = lambda t: np.array([e["seconds"] for e in t.evaluations])  # noqa: E731
+    column, grid_of = _AXES[axis]
+    grid = grid_of(runs, budget, points)
+    x_of = lambda t: np.array([e[column] for e in t.evaluations])  # noqa: E731
     rows = []
     for alg, ts in runs.items():
         c = np.full((len(ts), len(grid)), np.nan)
@@ -152,9 +148,24 @@ def compare(bench: BenchmarkLike, algorithms: list[str] | None = None, seeds: in
         for j, g in enumerate(grid):
             col = c[:, j][np.isfinite(c[:, j])]
             stats = (col.mean(), col.std(), np.quantile(col, 0.25), np.quantile(col, 0.75)) if len(col) else (np.nan,) * 4
-            rows.append({"algorithm": alg, axis[:-1] if axis == "evaluations" else "seconds": g, "mean": stats[0],
+            rows.append({"algorithm": alg, column: g, "mean": stats[0],
                          "std": stats[1], "q25": stats[2], "q75": stats[3], "n": len(col), "seeds": seeds})
     return pd.DataFrame(rows)
+
+
+def _evaluation_grid(runs: dict[str, list[Trajectory]], budget: int, points: int) -> np.ndarray:
+    return np.arange(1, budget + 1)
+
+
+def _seconds_grid(runs: dict[str, list[Trajectory]], budget: int, points: int) -> np.ndarray:
+    tmax = max(t.evaluations[-1]["seconds"] for ts in runs.values() for t in ts if t.evaluations)
+    return np.linspace(tmax / points, tmax, points)
+
+
+#: ``axis`` -> (the evaluations' field it reads, which is also the curves' column; its grid)
+_AXES: dict[str, tuple[str, Any]] = {"evaluations": ("evaluation", _evaluation_grid), "seconds": ("seconds", _seconds_grid)}
+#: the curves' x column -> (its divisor on the plot, the axis label)
+_PLOT_X: dict[str, tuple[float, str]] = {"evaluation": (1, "evaluations"), "seconds": (3600, "simulated training time (hours)")}
 
 
 def plot_comparison(curves: pd.DataFrame, path: str) -> str:
@@ -167,12 +178,13 @@ def plot_comparison(curves: pd.DataFrame, path: str) -> str:
     from ..atomic import atomic_path
 
     x = "evaluation" if "evaluation" in curves else "seconds"
+    scale, label = _PLOT_X[x]
     fig, ax = plt.subplots(figsize=(5.5, 4), dpi=120)
     for alg, g in curves.groupby("algorithm", sort=False):
-        xs = g[x] / 3600 if x == "seconds" else g[x]
+        xs = g[x] / scale
         ax.plot(xs, g["mean"], label=alg)
         ax.fill_between(xs, g.q25, g.q75, alpha=0.2)
-    ax.set_xlabel("evaluations" if x == "evaluation" else "simulated training time (hours)")
+    ax.set_xlabel(label)
     ax.set_ylabel("best GLUE found")
     ax.set_title(f"{int(curves.seeds.iloc[0])} seeds, mean and IQR", fontsize=9)
     ax.legend(fontsize=8)

@@ -22,17 +22,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence, get_args
 
 import numpy as np
 
 from ..checks import check_bool, check_int, check_seed
 from ..checks import is_int as _is_int
 from ..errors import InvalidArchitectureError
+from ..vocabulary import KERNEL_OPERATIONS, OperationType
 
 HIDDEN_SIZES: tuple[int, ...] = (128, 256)
 LAYER_COUNTS: tuple[int, ...] = (2, 4)
-OPERATION_TYPES: tuple[str, ...] = ("SA", "LT", "DSC")
+OPERATION_TYPES: tuple[str, ...] = get_args(OperationType)
 OPERATION_PARAMETERS: dict[str, tuple[Any, ...]] = {"SA": ("SDP", "WMA"), "LT": ("DFT", "DCT"), "DSC": (5, 9)}
 #: The six (operation_type, operation_parameter) pairs, in index order.
 OPERATIONS: tuple[tuple[str, Any], ...] = tuple(
@@ -102,11 +103,17 @@ class Layer:
         return f"{self.operation_type}-{self.operation_parameter}-h{self.num_operation_heads}-{self.feed_forward_dimension}x{self.num_feed_forward}"
 
 
+def operation_parameter(operation_type: str, parameter: Any) -> str | int:
+    """A layer's operation parameter in its stored type: the kernel size of a convolution
+    (:data:`~nasbench_bert.vocabulary.KERNEL_OPERATIONS`) as an int, a mixing name as given."""
+    return int(parameter) if operation_type in KERNEL_OPERATIONS else parameter
+
+
 def _validate_layer_values(path: str, t: Any, p: Any, h: Any, f: Any, n: Any) -> None:
     if not isinstance(t, str) or t not in OPERATION_TYPES:
         raise _bad(f"{path}.operation_type", t, OPERATION_TYPES)
     allowed_p = OPERATION_PARAMETERS[t]
-    if t == "DSC":
+    if t in KERNEL_OPERATIONS:
         if not _is_int(p) or int(p) not in allowed_p:
             raise _bad(f"{path}.operation_parameter (kernel size for DSC)", p, allowed_p)
     elif not isinstance(p, str) or p not in allowed_p:
@@ -253,7 +260,7 @@ def from_release(d: Any) -> Arch:
         vals = [layer[f] for f in LAYER_FIELDS]
         _validate_layer_values(path, *vals)
         t, p, hh, ff, n = vals
-        out.append(Layer(t, int(p) if t == "DSC" else p, int(hh), int(ff), int(n)))
+        out.append(Layer(t, operation_parameter(t, p), int(hh), int(ff), int(n)))
     return Arch(int(h), tuple(out))
 
 
@@ -280,11 +287,11 @@ def parse_string(s: Any) -> Arch:
     for i, p in enumerate(parts[1:]):
         path = f"layer {i}"
         bits = p.split("-")
-        if len(bits) != 4 or not bits[2][:1].lower() == "h" or "x" not in bits[3].lower():
+        if len(bits) != 4 or not bits[2].lower().startswith("h") or "x" not in bits[3].lower():
             raise InvalidArchitectureError(f"cannot parse {path} {p!r} of {s!r}: {fmt}")
         t = bits[0].upper()
         par: Any = bits[1].upper()
-        if t == "DSC":
+        if t in KERNEL_OPERATIONS:
             if not par.isdigit():
                 raise _bad(f"{path}.operation_parameter (kernel size for DSC)", bits[1], OPERATION_PARAMETERS["DSC"])
             par = int(par)
@@ -375,7 +382,7 @@ class FlexiBERTSpace:
         cs.add([OrdinalHyperparameter("hidden_size", list(HIDDEN_SIZES)), depth])
         for i in range(deepest):
             op = CategoricalHyperparameter(f"layer{i}_operation_type", list(OPERATION_TYPES))
-            params = {t: (OrdinalHyperparameter if t == "DSC" else CategoricalHyperparameter)(
+            params = {t: (OrdinalHyperparameter if t in KERNEL_OPERATIONS else CategoricalHyperparameter)(
                 f"layer{i}_operation_parameter_{t}", list(OPERATION_PARAMETERS[t])) for t in OPERATION_TYPES}
             ords = [OrdinalHyperparameter(f"layer{i}_{k}", list(v)) for k, v in
                     (("num_operation_heads", NUM_HEADS), ("feed_forward_dimension", FF_DIMS), ("num_feed_forward", NUM_FF))]

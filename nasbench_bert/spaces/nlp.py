@@ -43,6 +43,11 @@ OPS: dict[str, tuple[int, int | None]] = {
     "activation_sigm": (1, 1),
     "activation_leaky_relu": (1, 1),
 }
+#: the name of the cell's input (the token embedding or the layer below); every other
+#: input is a state ``h_prev_<i>`` or another node
+INPUT = "x"
+#: ops that carry weights: one matrix per input plus one bias
+WEIGHTED_OPS = frozenset({"linear"})
 #: ops whose result does not depend on the order of their inputs
 COMMUTATIVE = frozenset({"linear", "elementwise_prod", "elementwise_sum"})
 _PREV = re.compile(r"^h_prev_([0-9]+)$")
@@ -146,7 +151,7 @@ def _validate(nodes: list[tuple[Any, Any, tuple[Any, ...]]]) -> tuple[tuple[str,
         if name in seen:
             raise InvalidRecipeError(f"node name {name!r} appears twice")
         seen.add(name)
-        if name == "x" or _PREV.match(name):
+        if name == INPUT or _PREV.match(name):
             raise InvalidRecipeError(f"node name {name!r} is reserved for the cell's inputs (x, h_prev_<i>)")
         if not isinstance(op, str) or op not in OPS:
             raise InvalidRecipeError(f"node {name!r}: op = {op!r} is not allowed; allowed values: {sorted(OPS)}")
@@ -165,11 +170,11 @@ def _validate(nodes: list[tuple[Any, Any, tuple[Any, ...]]]) -> tuple[tuple[str,
     for name, _, inputs in nodes:
         for i in inputs:
             m = _PREV.match(i)
-            if i == "x" or i in names:
+            if i == INPUT or i in names:
                 continue
             if m and int(m.group(1)) < len(new_idx):
                 continue
-            allowed = ["x"] + [f"h_prev_{k}" for k in new_idx] + ["<another node>"]
+            allowed = [INPUT] + [f"h_prev_{k}" for k in new_idx] + ["<another node>"]
             raise InvalidRecipeError(f"node {name!r}: input {i!r} does not exist; allowed: {allowed}")
     # the standard library's topological sort (networkx is imported only to hash or compare)
     order = graphlib.TopologicalSorter({n: [i for i in inp if i in names] for n, _, inp in nodes})

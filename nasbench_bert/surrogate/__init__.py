@@ -31,8 +31,8 @@ import numpy as np
 from ..data.tables import GLUE_TASKS
 from ..spaces.flexibert import CHOICES_PER_LAYER, Arch
 from .features import (
-    MAX_LAYERS, SLOT, class_representatives, decode_indices, feature_names, featurize, featurize_indices, flops_indices,
-    num_params_indices, surrogate_features, twin_keys_of,
+    MAX_LAYERS, SLOT, class_representatives, decode_indices, feature_names, feature_set, featurize, featurize_indices,
+    flops_indices, num_params_indices, surrogate_features, twin_keys_of,
 )
 from .models import (
     FAMILIES, Calibrated, EnsembleSurrogate, GBTSurrogate, GPSurrogate, KNNSurrogate, LGBMSurrogate, RidgeSurrogate,
@@ -99,7 +99,7 @@ class Surrogate:
         self._bench = bench
         self._noise = None
         self._lut: tuple[np.ndarray, np.ndarray] | None = None
-        if features == "as_trained":  # features are per as-trained class: score each class once
+        if feature_set(features).per_class:  # features are per as-trained class: score each class once
             rep = surrogate_features(class_representatives(), features)
             keys, first = np.unique(twin_keys_of(rep), return_index=True)
             m, s = self.model.predict(rep[first], return_std=True)

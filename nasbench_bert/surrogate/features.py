@@ -31,13 +31,14 @@ Two feature sets:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
-from ..semantics import AS_SPECIFIED, AS_TRAINED, EMBEDDING_SIZE, ModelPlan, Semantics, get_semantics
-from ..sizes import embedding_params, feed_forward_params, operation_params
+from ..checks import check_choice
+from ..semantics import AS_SPECIFIED, AS_TRAINED, DEFAULT_SEMANTICS, EMBEDDING_SIZE, ModelPlan, Semantics, get_semantics
+from ..sizes import embedding_params, feed_forward_params, mixing_flops, operation_params
 from ..spaces.flexibert import (
     BLOCK_SIZES, CHOICES_PER_LAYER, HIDDEN_SIZES, LAYER_CHOICES, LAYER_COUNTS, OPERATIONS, PER_HIDDEN, Arch,
 )
@@ -46,7 +47,25 @@ MAX_LAYERS = max(LAYER_COUNTS)
 SLOT = len(OPERATIONS) + 4  # op one-hot, heads=4, ff=1024, num_ff=3, present
 #: the sequence length FLOPs and SEPT are evaluated at (the proxy batches' length)
 SEQ_LEN = 128
-FEATURE_KINDS: tuple[str, ...] = ("as_trained", "full")
+
+
+@dataclass(frozen=True)
+class FeatureSet:
+    """What one ``features=`` choice holds. ``as_specified``: adds SEPT, the operation
+    one-hots and the as-specified FLOPs and parameters (archs of one as-trained class then
+    differ); else every feature is a function of the as-trained model, so the archs of one
+    as-trained class share their features (``per_class``)."""
+
+    as_specified: bool
+
+    @property
+    def per_class(self) -> bool:
+        return not self.as_specified
+
+
+#: ``features=`` -> what it holds
+FEATURE_SETS: dict[str, FeatureSet] = {"as_trained": FeatureSet(as_specified=False), "full": FeatureSet(as_specified=True)}
+FEATURE_KINDS: tuple[str, ...] = tuple(FEATURE_SETS)
 
 
 # -- the 0.1 layout -------------------------------------------------------------------------
@@ -98,23 +117,9 @@ def _embed_flops(H: int, batch: int, seq: int) -> int:
 
 def _layer_flops(layer: Any, H: int, batch: int, seq: int) -> int:
     N = batch * seq
-    lin = lambda i, o: 2 * N * i * o  # noqa: E731
-    total = 0
-    if layer.mixing in ("SDP", "WMA"):
-        total += 4 * lin(H, H) + (lin(H, H) if layer.mixing == "WMA" else 0)
-        total += 2 * 2 * batch * seq * seq * H
-    elif layer.mixing in ("DFT", "DCT"):
-        total += lin(H, H)
-        if layer.mixing == "DCT":
-            d = H // layer.heads
-            total += 2 * batch * layer.heads * (seq * seq * d + seq * d * d)
-    else:
-        A, hh, k = H // 2, max(layer.heads // 2, 1), int(layer.kernel or 0)
-        total += 3 * lin(H, A) + lin(A, hh * k) + lin(H, A) + lin(H, H)
-        total += 2 * 2 * batch * seq * seq * A
-        total += 2 * N * H * k + lin(H, A)
+    total = mixing_flops(layer, H, batch, seq)
     dims = (H, *layer.ff_widths, H)
-    return total + sum(lin(a, b) for a, b in zip(dims[:-1], dims[1:]))
+    return total + sum(2 * N * a * b for a, b in zip(dims[:-1], dims[1:]))
 
 
 def sept_value(widths: Iterable[int], seq_len: int = SEQ_LEN) -> float:
@@ -158,7 +163,7 @@ def tables(semantics: Any) -> dict[str, np.ndarray]:
     return _TABLES[sem.key]
 
 
-def num_params_indices(idx: np.ndarray, semantics: Any = AS_TRAINED) -> np.ndarray:
+def num_params_indices(idx: np.ndarray, semantics: Any = DEFAULT_SEMANTICS) -> np.ndarray:
     """Analytic parameter counts of archs given by space index (vectorised; equal to
     :func:`nasbench_bert.sizes.flexibert_num_params`)."""
     h, ch = decode_indices(idx)
@@ -166,7 +171,7 @@ def num_params_indices(idx: np.ndarray, semantics: Any = AS_TRAINED) -> np.ndarr
     return t["E_params"][h] + t["P"][h[:, None], ch].sum(1)
 
 
-def flops_indices(idx: np.ndarray, semantics: Any = AS_TRAINED) -> np.ndarray:
+def flops_indices(idx: np.ndarray, semantics: Any = DEFAULT_SEMANTICS) -> np.ndarray:
     """Analytic forward FLOPs (batch 1, :data:`SEQ_LEN` tokens) by space index."""
     h, ch = decode_indices(idx)
     t = tables(semantics)
@@ -209,26 +214,26 @@ _AT_CODES = _layer_code_table()
 
 def feature_names(kind: str = "as_trained") -> list[str]:
     """Column names of :func:`surrogate_features`."""
-    _check_kind(kind)
+    fs = feature_set(kind)
     names = ["hidden_256", "depth_4"]
     for side in ("in", "out"):
         names += [f"{side}{s}_{f}" for f in ("heads4", "ff3", "ff3_1024") for s in range(MAX_LAYERS)]
     names += ["log_params_as_trained", "log_flops_as_trained"]
-    if kind == "full":
+    if fs.as_specified:
         names += ["sept"] + [f"in{s}_op{o}" for s in range(MAX_LAYERS) for o in range(len(OPERATIONS))]
         names += ["log_flops_as_specified", "log_params_as_specified"]
     return names
 
 
-def _check_kind(kind: str) -> None:
-    if kind not in FEATURE_KINDS:
-        raise InvalidArgumentError(f"features = {kind!r} is not allowed; allowed values: {list(FEATURE_KINDS)}")
+def feature_set(kind: str) -> FeatureSet:
+    """The :class:`FeatureSet` named ``kind``; an error naming ``features`` otherwise."""
+    return FEATURE_SETS[check_choice("features", kind, FEATURE_KINDS)]
 
 
 def surrogate_features(idx: np.ndarray, kind: str = "as_trained") -> np.ndarray:
     """The surrogate's features of archs by space index (see the module doc and
     :func:`feature_names`). Vectorised: about a million archs per second here."""
-    _check_kind(kind)
+    fs = feature_set(kind)
     idx = np.asarray(idx, dtype=np.int64).reshape(-1)
     h, ch = decode_indices(idx)
     n = len(h)
@@ -246,7 +251,7 @@ def surrogate_features(idx: np.ndarray, kind: str = "as_trained") -> np.ndarray:
     cols = [h[:, None], (depth == 4)[:, None],
             codes_in.transpose(0, 2, 1).reshape(n, -1), codes_out.transpose(0, 2, 1).reshape(n, -1),
             np.log(p_at)[:, None], np.log(f_at)[:, None]]
-    if kind == "full":
+    if fs.as_specified:
         t_as = tables(AS_SPECIFIED)
         p_as = t_as["E_params"][h] + t_as["P"][h[:, None], ch].sum(1)
         f_as = t_as["E_flops"][h] + t_as["F"][h[:, None], ch].sum(1)

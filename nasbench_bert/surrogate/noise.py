@@ -224,8 +224,9 @@ def noise_floor(bench: BenchmarkLike, bootstrap: int = 2000, reps: int = 200, se
     """Run-to-run noise from every kind of re-run, with 95 % intervals, and the implied
     ceilings on Kendall tau (see the module doc). Plain floats, ready for JSON."""
     pairs = repeat_pairs(bench)
-    exact = pairs[pairs["kind"] == "exact repeat"]["diff"].to_numpy()
-    curve = pairs[pairs["kind"] != "exact repeat"]["diff"].to_numpy()
+    is_exact = pairs["kind"] == "exact repeat"
+    exact = pairs[is_exact]["diff"].to_numpy()
+    curve = pairs[~is_exact]["diff"].to_numpy()
     s, lo, hi = _sigma_ci(exact)
     blo, bhi = _boot(exact, lambda d: float(np.sqrt((d**2).mean() / 2)), bootstrap, seed)
     tw = twin_residuals(bench)
