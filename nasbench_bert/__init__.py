@@ -5,23 +5,30 @@
 >>> bench.query("256/SA-WMA-h4-1024x3/LT-DCT-h2-512x3/SA-SDP-h4-512x3/SA-SDP-h4-1024x1").glue
 74.73375
 
-The layers, bottom up (each imports only from those below it):
+The layers, bottom up (each imports only from those below it; no import runs back up):
 
-* :mod:`~nasbench_bert.errors`, :mod:`~nasbench_bert.atomic` - the error hierarchy, atomic writes;
-* :mod:`~nasbench_bert.spaces`, :mod:`~nasbench_bert.semantics`, :mod:`~nasbench_bert.sizes` -
-  search spaces, what model an arch string means, analytic parameter counts;
-* :mod:`~nasbench_bert.data` - tables, the release importer, the Hub, data resolution;
-* :mod:`~nasbench_bert.benchmark` - the query API;
+* :mod:`~nasbench_bert.errors`, :mod:`~nasbench_bert.atomic`, :mod:`~nasbench_bert.vocabulary`,
+  :mod:`~nasbench_bert.progress` - the error hierarchy, atomic writes, the typed vocabulary
+  (closed sets, the ``BenchmarkLike`` protocol), progress display;
+* :mod:`~nasbench_bert.checks` - argument validators (one per concept);
+* :mod:`~nasbench_bert.spaces`, :mod:`~nasbench_bert.executors`, :mod:`~nasbench_bert.metrics` -
+  search spaces, where sweeps run, rank metrics;
+* :mod:`~nasbench_bert.semantics`, then :mod:`~nasbench_bert.sizes` - what model an arch
+  string means, analytic parameter and FLOP counts;
+* :mod:`~nasbench_bert.data`, :mod:`~nasbench_bert.models` - tables, the release importer,
+  the Hub, data resolution; PyTorch models (the ``[torch]`` extra);
 * :mod:`~nasbench_bert.surrogate`, :mod:`~nasbench_bert.text` - whole-space predictions,
   corpora and tokenizers;
-* :mod:`~nasbench_bert.models`, :mod:`~nasbench_bert.proxies` - PyTorch models and live
-  proxies (the ``[torch]`` extra);
-* :mod:`~nasbench_bert.scoring`, :mod:`~nasbench_bert.evaluation` - proxies scored against
-  the stored results, and the one-call evaluation of a new proxy beside the baselines;
-* :mod:`~nasbench_bert.search` - NAS algorithms behind oracles;
-* :mod:`~nasbench_bert.cli` - the ``nasbench-bert`` command;
-* :mod:`nasbench_bert.builders` - regenerating entries (the ``[build]`` extra; a plugin of
-  the CLI that nothing above imports).
+* :mod:`~nasbench_bert.benchmark` - the query API (it reaches the surrogate below it);
+* :mod:`~nasbench_bert.hardware`, :mod:`~nasbench_bert.proxies` - hardware objectives and
+  live zero-cost proxies;
+* :mod:`~nasbench_bert.scoring`, :mod:`~nasbench_bert.search`, :mod:`nasbench_bert.builders` -
+  proxies scored against the stored results; NAS algorithms behind oracles; regenerating
+  entries (the ``[build]`` extra; a plugin of the CLI that nothing in the library imports);
+* :mod:`~nasbench_bert.evaluation`, :mod:`~nasbench_bert.integrations` - a new proxy
+  evaluated beside the baselines in one call; adapters for syne-tune, Optuna, SMAC3,
+  ConfigSpace, NAS-Bench-Suite-Zero;
+* :mod:`~nasbench_bert.cli` - the ``nasbench-bert`` command.
 
 ``import nasbench_bert`` stays light: only the lookup API is imported; everything else
 on first use.
