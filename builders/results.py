@@ -31,6 +31,7 @@ from nasbench_bert.spaces.flexibert import Arch
 from nasbench_bert.atomic import atomic_write
 from nasbench_bert.atomic import pid_alive as _alive
 from nasbench_bert.data.tables import RELEASE_TASK_NAMES
+from nasbench_bert.data.entries import entry_stem
 
 
 #: an empty lock file older than this is a builder killed between create and write
@@ -57,12 +58,10 @@ class ResultsTable:
     @staticmethod
     def key(arch: Any, recipe: str | None = None) -> str:
         """The entry's file stem: the arch's space index, then the recipe key."""
-        index = f"{Arch.coerce(arch).index:08d}"
-        if recipe is None:
-            return index
-        if not (isinstance(recipe, str) and len(recipe) == 12 and all(c in "0123456789abcdef" for c in recipe)):
+        if recipe is not None and not (isinstance(recipe, str) and len(recipe) == 12
+                                       and all(c in "0123456789abcdef" for c in recipe)):
             raise ValueError(f"recipe = {recipe!r} is not allowed; allowed: a recipe key (12 hex digits) or None")
-        return f"{index}-{recipe}"
+        return entry_stem(Arch.coerce(arch), recipe)  # the name the data layer checks on read
 
     def _file(self, arch: Any, recipe: str | None = None) -> Path:
         return self.entries_dir / f"{self.key(arch, recipe)}.json"

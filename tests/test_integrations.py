@@ -144,7 +144,7 @@ def test_asha_on_learning_curves_and_surrogate(st, bench, tmp_path):
                 max_t=1_000_000, grace_period=150_000)
     df = st.simulate(curves, asha, max_trials=200, folder=tmp_path / "c", seed=0, time_step=60)
     curve_archs = [bench.query(i, charge=False).arch for i in bench.curve_ids()]
-    truth = {(a, int(s)): bench.query(a, steps=int(s), charge=False).glue for a in curve_archs for s in curves.fidelity_values}
+    truth = {(a, int(s)): bench.curve_point(a, int(s), charge=False).glue for a in curve_archs for s in curves.fidelity_values}
     for arch, (_, r) in zip(_configs(st, df), df.iterrows()):
         assert r["metric_glue"] == truth[_nearest(curve_archs, arch), int(r["steps"])]
     top = df.groupby("trial_id")["steps"].max()

@@ -332,7 +332,7 @@ def test_12_unicode_digits_and_letters_are_refused(s):
 def test_13_unvalidated_arguments_get_the_library_error(bench):
     calls = [
         lambda: bench.filter(hidden_size=128.0), lambda: bench.filter(semantics=[]), lambda: bench.filter(min_params=""),
-        lambda: bench.filter(colour="red"), lambda: bench.query(0, steps=[]), lambda: bench.set_budget(10**400),
+        lambda: bench.filter(colour="red"), lambda: bench.curve_point(0, []), lambda: bench.set_budget(10**400),
         lambda: bench.set_budget(True), lambda: bench.nearest(bench.archs[0], k={}), lambda: bench.nearest(bench.archs[0], k=-3),
         lambda: bench.sample(3, seed=-1), lambda: bench.sample(3, seed="x"), lambda: bench.query_many(None),
         lambda: Benchmark.load(source=123), lambda: Benchmark.load(source=None), lambda: Benchmark.load(path=123),

@@ -102,14 +102,18 @@ def test_vectorised_decoding_matches_the_bijection():
         assert math.exp(F[i, -1]) == pytest.approx(flexibert_num_params(a), rel=1e-12)
 
 
-def test_query_allow_surrogate(bench):
+def test_surrogate_is_reached_by_name_and_the_old_keyword_still_works(bench):
     new = next(a for a in FLEXIBERT_SPACE.sample(50, seed=1) if a not in bench)
     with pytest.raises(NotEvaluatedError):
-        bench.query(new)
-    p = bench.query(new, allow_surrogate=True)
+        bench.query(new)  # query answers from the table only
+    p = bench.surrogate().predict(new)
     assert p.predicted and p.glue_std > 0 and set(p.scores) == {"cola", "mnli", "mrpc", "qnli", "qqp", "rte", "sst2", "stsb"}
     assert p.to_dict()["source"].startswith("surrogate")
-    r = bench.query(17, allow_surrogate=True)  # evaluated: the table, never a prediction
+    with pytest.warns(DeprecationWarning, match=r"bench\.surrogate\(\)\.predict"):
+        old = bench.query(new, allow_surrogate=True)
+    assert old == p
+    with pytest.warns(DeprecationWarning):
+        r = bench.query(17, allow_surrogate=True)  # evaluated: the table, never a prediction
     assert r.glue == bench.query(17).glue and not hasattr(r, "predicted")
 
 

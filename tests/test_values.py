@@ -96,12 +96,12 @@ def test_damaged_curve_points_are_flagged_and_never_served_as_results(bench):
             seen[status] += 1
             if status == "recovered":
                 assert c.at[early, "glue_corrected"] == pytest.approx(e["glue"] - l["glue"], abs=1e-12)
-                r = bench.query(i, steps=early, charge=False)
+                r = bench.curve_point(i, early, charge=False)
                 assert r.glue == c.at[early, "glue_corrected"] and all(np.isnan(v) for v in r.scores.values())
             else:
                 assert np.isnan(c.at[early, "glue_corrected"])
                 with pytest.raises(NotEvaluatedError, match="later checkpoint"):
-                    bench.query(i, steps=early, charge=False)
+                    bench.curve_point(i, early, charge=False)
         ok = c[c["status"] == "ok"]
         assert len(ok) == 19 and (ok["glue_corrected"] == ok["glue"]).all()
     assert seen == {"ok": 0, "recovered": 10, "lost": 20}
@@ -109,12 +109,18 @@ def test_damaged_curve_points_are_flagged_and_never_served_as_results(bench):
 
 def test_fidelity_never_switches_silently(bench):
     final = bench.query(0, charge=False)
-    at150k = bench.query(0, steps=150_000, charge=False)
+    at150k = bench.curve_point(0, 150_000, charge=False)
     assert final.source == "bundled" and at150k.source == "curve"
     assert final.glue != at150k.glue  # separate runs: the default is the benchmark's own
-    assert bench.query(0, steps=0, charge=False).pretrain_steps == 0
+    assert at150k.time_to_train == pytest.approx(final.time_to_train * 1.5)
+    assert bench.curve_point(0, 0, charge=False).pretrain_steps == 0
     with pytest.raises(ValueError, match="allowed values"):
-        bench.query(0, steps=123, charge=False)
+        bench.curve_point(0, 123, charge=False)
+    bench.reset_budget()
+    bench.curve_point(bench.query(0, charge=False).arch, 150_000)  # an arch key too; charged at 1.5x
+    assert bench.budget.time_spent == pytest.approx(final.time_to_train * 1.5)
+    with pytest.warns(DeprecationWarning, match=r"curve_point"):  # the old keyword: the same answer, with a warning
+        assert bench.query(0, steps=150_000, charge=False) == at150k
 
 
 def test_every_ptb_row(bench):

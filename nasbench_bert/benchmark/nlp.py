@@ -56,6 +56,14 @@ class NLPBenchmark(TabularBenchmark[NLPResult]):
     def ptb(self) -> pd.DataFrame:
         return self._frame("ptb")
 
+    def coverage(self) -> dict[str, Any]:
+        """How many runs each dataset has, how many PTB runs have a public recipe and
+        graph2vec features, and which WikiText-2 runs diverged."""
+        ptb, wt2 = self.ptb, self.wikitext2
+        return {"nlp_ptb_runs": len(ptb), "nlp_ptb_with_recipe": int(ptb["recipe"].notna().sum()),
+                "nlp_ptb_with_graph2vec": int(ptb["g2v_0"].notna().sum()), "nlp_wikitext2_runs": len(wt2),
+                "nlp_wikitext2_diverged": wt2.loc[wt2["diverged"], "log_name"].tolist()}
+
     @property
     def wikitext2(self) -> pd.DataFrame:
         return self._frame("wikitext2")

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Any, Mapping
 
+from ..data.entries import RegeneratedEntry
 from ..errors import NotEvaluatedError
-from ..semantics import AS_TRAINED, SemanticsLike, get_semantics
+from ..semantics import AS_TRAINED, PARAM_COLUMNS, SemanticsLike, get_semantics
+from ..sizes import flexibert_num_params
 from ..spaces.flexibert import Arch
 
 
@@ -45,8 +48,9 @@ class FlexiBERTResult:
 
     Parameter counts belong to a semantics (:mod:`nasbench_bert.semantics`):
     ``num_params_as_trained`` is the model that earned these scores;
-    ``num_params`` is the arch as specified (the 0.1 meaning, kept) and
-    ``num_params_seed_compat`` the authors' proxy model. :meth:`params` takes a name.
+    ``num_params`` is the arch as specified (the 0.1 meaning, kept; canonical name
+    :attr:`num_params_as_specified`) and ``num_params_seed_compat`` the authors' proxy
+    model (:attr:`num_params_authors`). :meth:`params` takes a semantics.
     """
 
     id: int | None
@@ -68,6 +72,27 @@ class FlexiBERTResult:
     #: ``flexibert_hardware`` table when the data holds one (empty otherwise, and for
     #: regenerated entries - measure those with :func:`nasbench_bert.hardware.measure`)
     hardware: Mapping[str, HardwareMetrics] = field(default_factory=dict)
+
+    @classmethod
+    def from_entry(cls, e: RegeneratedEntry) -> "FlexiBERTResult":
+        """The result a regenerated entry holds (``source="regenerated"``); its parameter
+        counts are computed from the arch, under every semantics."""
+        return cls(id=e.id, arch=e.arch, scores=MappingProxyType(dict(e.scores)), glue=e.glue,
+                   time_to_train=e.time_to_train, num_params=flexibert_num_params(e.arch, "as_specified"),
+                   num_params_seed_compat=flexibert_num_params(e.arch, "authors"),
+                   num_params_as_trained=flexibert_num_params(e.arch, "as_trained"), pretrain_steps=e.pretrain_steps,
+                   hparams=MappingProxyType(dict(e.hparams)), source="regenerated",
+                   semantics=get_semantics(e.semantics).name)
+
+    @property
+    def num_params_as_specified(self) -> int:
+        """The canonical name of :attr:`num_params` (the arch as the paper specifies it)."""
+        return self.num_params
+
+    @property
+    def num_params_authors(self) -> int:
+        """The canonical name of :attr:`num_params_seed_compat` (the authors' proxy model)."""
+        return self.num_params_seed_compat
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -91,8 +116,7 @@ class FlexiBERTResult:
 
     def params(self, semantics: SemanticsLike = AS_TRAINED) -> int:
         """The parameter count of this arch's encoder under ``semantics``."""
-        return {"as_specified": self.num_params, "authors": self.num_params_seed_compat,
-                "as_trained": self.num_params_as_trained}[get_semantics(semantics).name]
+        return int(getattr(self, PARAM_COLUMNS[get_semantics(semantics).name]))
 
 
 @dataclass(frozen=True)

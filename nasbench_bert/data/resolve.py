@@ -193,3 +193,38 @@ def default_locations(release: str | None, out: str | None) -> tuple[str, str]:
     """Release source and output folder for ``build-data``: ``release`` else
     $NASBENCH_BERT_RELEASE else ``"github"``; ``out`` else the user cache (step 3)."""
     return release or release_source(), out or str(user_cache_dir())
+
+
+_SOURCE_FORMS = ("'auto', 'local', 'hub', 'release', or a list of 'hub', 'hub:<endpoint>', 'release[:<folder|URL>]', "
+                 "'local[:<folder>]'")
+
+
+def load_data(path: str | os.PathLike[str] | None = None, *, source: str | Sequence[str] = "auto",
+              repo_id: str | None = None, revision: str | None = None, endpoint: str | None = None,
+              token: str | bool | None = None, verify: bool = True, progress: bool = True) -> DataDir:
+    """The tables from ``source`` (the forms of :meth:`nasbench_bert.Benchmark.load`),
+    with every argument checked first: a bad one names itself and the allowed forms,
+    and nothing is downloaded or built for a call that cannot succeed."""
+    from . import hub
+
+    if not isinstance(source, (str, list, tuple)) or (not isinstance(source, str)
+                                                       and not all(isinstance(x, str) for x in source)):
+        raise InvalidArgumentError(f"source = {source!r} is not allowed; allowed values: {_SOURCE_FORMS}")
+    if isinstance(source, str) and source not in ("auto", "local", "hub") and not source.startswith(
+            ("hub:", "release", "local:")):
+        raise InvalidArgumentError(f"source = {source!r} is not allowed; allowed values: {_SOURCE_FORMS}")
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise InvalidArgumentError(f"path = {path!r} is not allowed; allowed: a folder (str or path) or None")
+    if source in ("auto", "local"):
+        if repo_id is not None or revision is not None or endpoint is not None:
+            raise InvalidArgumentError(f"repo_id/revision/endpoint only apply to source='hub'; got source = {source!r}")
+        return resolve(path, hub=source == "auto", build=source == "auto", progress=progress, verify=verify)
+    if path is not None:
+        raise InvalidArgumentError(f"path only applies to source='auto' or 'local'; got source = {source!r}")
+    if source == "hub":
+        return hub.download(repo_id or hub.DEFAULT_REPO_ID, revision or hub.DEFAULT_REVISION, endpoint=endpoint,
+                            token=token, verify=verify)
+    if endpoint is not None:
+        raise InvalidArgumentError("endpoint= applies to source='hub'; in a source list write 'hub:<endpoint>'")
+    return fetch(source, repo_id=repo_id or hub.DEFAULT_REPO_ID, revision=revision or hub.DEFAULT_REVISION,
+                 token=token, verify=verify, progress=progress)

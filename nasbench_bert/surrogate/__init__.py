@@ -4,8 +4,8 @@ The default is a calibrated ensemble (``"ensemble+cal"``): the mean of an exact 
 numpy gradient-boosted-tree model and ridge regression, fitted on features of the model
 that was actually trained (:mod:`.features`), with its predictive standard deviation
 recalibrated on out-of-fold residuals (:class:`~.models.Calibrated`). Everything is
-numpy (scipy for statistics), so ``Benchmark.query(arch, allow_surrogate=True)`` works
-on the light install; LightGBM is an optional family (``"lgbm"``).
+numpy (scipy for statistics), so ``bench.surrogate().predict(arch)`` works on the
+light install; LightGBM is an optional family (``"lgbm"``).
 
 How good it is, against what the data allows, is in ``docs/surrogate.md``
 (``python -m studies.surrogate_study``):
@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..checks import check_bench
 from ..data.tables import GLUE_TASKS
 from ..spaces.flexibert import CHOICES_PER_LAYER, Arch
 from .features import (
@@ -56,6 +57,7 @@ __all__ = [
 def training_data(bench: BenchmarkLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(X, Y, num_params) in the 0.1 layout: :func:`featurize_indices` features, GLUE
     then the 8 tasks, and the as-specified parameter count."""
+    bench = check_bench(bench)
     df = bench.to_pandas()
     idx = df["space_index"].to_numpy(dtype=np.int64)
     return featurize_indices(idx), df[list(TARGETS)].to_numpy(dtype=float), df["num_params"].to_numpy(dtype=float)
@@ -90,6 +92,7 @@ class Surrogate:
     """
 
     def __init__(self, bench: BenchmarkLike, family: str = DEFAULT_FAMILY, features: str = DEFAULT_FEATURES):
+        bench = check_bench(bench)
         make_family(family)  # validates the name
         df = bench.to_pandas()
         X = surrogate_features(df["space_index"].to_numpy(dtype=np.int64), features)
