@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 
+from .benchmark.flexibert import ensure_benchmark
 from .checks import check_bool, check_choice, check_int, check_names, check_seed
 from .vocabulary import DTYPES, ROW_KINDS, SPACES, BenchmarkLike, RowKind
 from .data.tables import GLUE_TASKS
@@ -394,10 +395,7 @@ def evaluate(
     name, callable_proxy = _resolve_proxy(proxy, higher_is_better)
     bms = _benchmarks(benchmarks, name)
     _check_compare(compare, bms)
-    if bench is None:
-        from .benchmark import Benchmark
-
-        bench = Benchmark.load(progress=False)
+    bench = ensure_benchmark(bench)
     run = _Run(name, callable_proxy, sems, compare, tasks, dedupe, cache_dir, jobs, executor, ray_address, progress,
                seed, dtype, bootstrap, bench, _selections(bench, bms, ids, nlp_ids), _batches(batch, bms))
     return _evaluate(run, bms, t0)

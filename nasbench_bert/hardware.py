@@ -39,7 +39,6 @@ import json
 import math
 import os
 import platform
-import random
 import statistics
 import time
 from contextlib import contextmanager
@@ -49,13 +48,15 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pandas as pd
 
+from .benchmark.flexibert import ensure_benchmark
 from .benchmark.keys import flexibert_keys
 from .checks import check_int, check_seed
 from .errors import InvalidArgumentError
 from .executors import check_executor, run_tasks
-from .semantics import AS_SPECIFIED, AS_TRAINED, AUTHORS, VOCAB_SIZE, ModelPlan, SemanticsLike, get_semantics
+from .semantics import AS_SPECIFIED, AS_TRAINED, AUTHORS, VOCAB_SIZE, ModelPlan, Semantics, SemanticsLike, get_semantics
 from .spaces.flexibert import Arch
-from .vocabulary import BenchmarkLike
+from .sweep import PartCache, SweepRun, run_sweep
+from .vocabulary import BenchmarkLike, Executor
 
 __all__ = ["MeasureSettings", "machine", "model_key", "measure", "measure_many", "peak_forward_bytes",
            "ALL_SEMANTICS", "HARDWARE_COLUMNS"]
@@ -240,15 +241,27 @@ def measure(arch: Any, semantics: SemanticsLike = AS_TRAINED, settings: MeasureS
 
 
 # -- sweeps ------------------------------------------------------------------------------------
-@dataclass
-class _Task:
+@dataclass(frozen=True)
+class HardwareTask:
+    """One model to measure under one semantics and settings (a
+    :class:`~nasbench_bert.sweep.SweepTask`); ``arch`` is any arch that builds it."""
+
     semantics: str
     key: str
     arch: str
     settings: MeasureSettings = field(default_factory=MeasureSettings)
 
+    def identity(self) -> list[Any]:
+        return [self.semantics, self.key, self.settings.key]
 
-def _work(task: _Task) -> dict[str, Any]:
+    def expect(self) -> dict[str, Any]:
+        return {"semantics": self.semantics, "model_key": self.key, "settings": self.settings.key}
+
+    def accepts(self, row: dict[str, Any]) -> bool:
+        return row.get("error") is None
+
+
+def _work(task: HardwareTask) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
         row = measure(task.arch, task.semantics, task.settings)
@@ -260,23 +273,17 @@ def _work(task: _Task) -> dict[str, Any]:
     return row
 
 
-def _part(cache: Path, task: _Task) -> Path:
-    h = hashlib.sha1(json.dumps([task.semantics, task.key, task.settings.key]).encode()).hexdigest()[:20]
-    return cache / f"{h}.json"
-
-
-def _read_part(path: Path, task: _Task) -> dict[str, Any] | None:
-    if path.is_dir():
-        raise InvalidArgumentError(f"cache part {path} is a folder; remove it (the cache holds one JSON file per model)")
-    try:
-        row = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None  # missing or damaged: measured again, never trusted
-    if not isinstance(row, dict) or row.get("error") is not None:
-        return None
-    if (row.get("semantics"), row.get("model_key"), row.get("settings")) != (task.semantics, task.key, task.settings.key):
-        return None
-    return row
+def _semantics_list(semantics: Any) -> list[Semantics]:
+    """The semantics a sweep covers, each once (old and new names count as one)."""
+    many = not isinstance(semantics, (str, Semantics)) and isinstance(semantics, Iterable)
+    sems = [get_semantics(s) for s in (list(semantics) if many else [semantics])]
+    if not sems:
+        raise InvalidArgumentError(f"semantics = [] is not allowed; allowed: any of {list(ALL_SEMANTICS)}")
+    twice = sorted({s.name for s in sems if sum(t.name == s.name for t in sems) > 1})
+    if twice:
+        raise InvalidArgumentError(f"semantics lists {twice} more than once (old and new names count as one); allowed: "
+                                   f"each of {list(ALL_SEMANTICS)} at most once")
+    return sems
 
 
 def measure_many(
@@ -286,7 +293,7 @@ def measure_many(
     settings: MeasureSettings | None = None,
     bench: BenchmarkLike | None = None,
     cache: str | os.PathLike[str] | None = None,
-    executor: str = "local",
+    executor: Executor = "local",
     jobs: int = 1,
     ray_address: str | None = None,
     shuffle_seed: int | None = 0,
@@ -294,79 +301,48 @@ def measure_many(
 ) -> pd.DataFrame:
     """Measure every arch under every semantics; one row per (arch, semantics).
 
-    Archs a semantics maps to the same model are measured once (``model_key``;
-    ``shared`` is True on the rows that reuse a measurement). Models are measured in a
-    seeded random order (``shuffle_seed``; None keeps the given order), so that a slow
-    drift of the machine does not line up with arch ids or semantics. With ``cache`` (a
-    folder) every finished model is written as one JSON part, atomically, and a later
-    call with the same settings reuses it: an interrupted sweep resumes.
+    ``archs``: benchmark ids, :class:`Arch` objects, strings or release dicts; ids are
+    rows of ``bench``, and without one the benchmark is loaded here, once, only when an
+    id is given. Archs a semantics maps to the same model are measured once
+    (``model_key``; ``shared`` is True on the rows that reuse a measurement). Models are
+    measured in a seeded random order (``shuffle_seed``; None keeps the given order), so
+    that a slow drift of the machine does not line up with arch ids or semantics. With
+    ``cache`` (a folder) the sweep engine (:mod:`nasbench_bert.sweep`) writes every
+    finished model as one JSON part, atomically, and a later call with the same
+    settings reuses it: an interrupted sweep resumes.
 
     ``executor``: ``"local"`` (this process, or ``jobs`` worker processes - each with
     ``settings.threads`` torch threads, so ``jobs x threads`` should not exceed the
-    cores) or ``"ray"``: one Ray task per model, one CPU each, spread over the cluster at
-    ``ray_address`` (default: join or start a local instance), the same executor choice
-    as ``build_entry`` and ``proxies.compute``.
+    cores) or ``"ray"``: one Ray task per model, ``settings.threads`` CPUs each, spread
+    over the cluster at ``ray_address`` (default: join or start a local instance).
     """
-    from .atomic import atomic_write
-
     executor = check_executor(executor, ray_address)
     jobs = check_int("jobs", jobs, low=1, high=1024)
     if settings is not None and not isinstance(settings, MeasureSettings):
         raise InvalidArgumentError(f"settings = {settings!r} is not allowed; allowed: a MeasureSettings or None")
     st = settings or MeasureSettings()
-    sems = [get_semantics(s) for s in ([semantics] if isinstance(semantics, str) or not isinstance(semantics, Iterable)
-                                       else list(semantics))]
-    if not sems:
-        raise InvalidArgumentError(f"semantics = [] is not allowed; allowed: any of {list(ALL_SEMANTICS)}")
-    twice = sorted({s.name for s in sems if sum(t.name == s.name for t in sems) > 1})
-    if twice:
-        raise InvalidArgumentError(f"semantics lists {twice} more than once (old and new names count as one); allowed: "
-                                   f"each of {list(ALL_SEMANTICS)} at most once")
-    cache_dir = Path(cache) if cache is not None else None
-    if cache_dir is not None:
-        if cache_dir.exists() and not cache_dir.is_dir():
-            raise InvalidArgumentError(f"cache = {str(cache)!r} is a file; allowed: a folder (created if missing)")
-        cache_dir.mkdir(parents=True, exist_ok=True)
-    items, _ = flexibert_keys(archs, bench)
-
-    rows_key: list[tuple[int | None, Arch, str, str]] = []
-    tasks: dict[tuple[str, str], _Task] = {}
-    for ident, a in items:
-        for sem in sems:
-            k = model_key(sem.plan(a))
-            rows_key.append((ident, a, sem.name, k))
-            tasks.setdefault((sem.name, k), _Task(sem.name, k, str(a), st))
-    results: dict[tuple[str, str], dict[str, Any]] = {}
-    todo: list[_Task] = []
-    for t in tasks.values():
-        hit = _read_part(_part(cache_dir, t), t) if cache_dir is not None else None
-        if hit is not None:
-            results[(t.semantics, t.key)] = {**hit, "cached": True}
-        else:
-            todo.append(t)
+    sems = _semantics_list(semantics)
+    parts = PartCache.open(cache, "json", "model")
+    if parts is not None:
+        parts.folder.mkdir(parents=True, exist_ok=True)
     if shuffle_seed is not None:
-        random.Random(shuffle_seed).shuffle(todo)
-
-    def done(i: int, row: dict[str, Any]) -> None:
-        t = todo[i]
-        if cache_dir is not None and row.get("error") is None:
-            atomic_write(_part(cache_dir, t), json.dumps(row, sort_keys=True))
-        results[(t.semantics, t.key)] = {**row, "cached": False}
-
-    label = f"hardware ({len(todo)} models to measure, {len(tasks) - len(todo)} cached)" if progress else None
-    run_tasks(_work, todo, done, executor=executor, jobs=jobs, ray_address=ray_address, num_cpus=st.threads,
-              progress=label)
-
+        shuffle_seed = check_seed("shuffle_seed", shuffle_seed)
+    archs = list(archs) if isinstance(archs, Iterable) and not isinstance(archs, (str, bytes, dict)) else archs
+    items = flexibert_keys(archs, ensure_benchmark(bench, archs if isinstance(archs, list) else ()))
+    rows_key = [(ident, a, sem.name, model_key(sem.plan(a))) for ident, a in items for sem in sems]
+    tasks = list({(s, k): HardwareTask(s, k, str(a), st) for _, a, s, k in rows_key}.values())
+    how = SweepRun(executor, jobs, ray_address, num_cpus=st.threads, shuffle_seed=shuffle_seed,
+                   label=(lambda todo, hits: f"hardware ({todo} models to measure, {hits} cached)") if progress else None)
+    done = run_sweep(_work, tasks, parts, lambda t, row: row, how)
+    results = {(t.semantics, t.key): {**row, "cached": hit} for t, (row, hit) in zip(tasks, done)}
     seen: set[tuple[str, str]] = set()
     out = []
     for ident, a, sname, k in rows_key:
-        r = results[(sname, k)]
-        out.append({"id": ident, "arch": str(a), **r, "shared": (sname, k) in seen})
+        out.append({"id": ident, "arch": str(a), **results[(sname, k)], "shared": (sname, k) in seen})
         seen.add((sname, k))
-    df = pd.DataFrame(out)
-    if df.empty:
+    if not out:
         return pd.DataFrame(columns=["id", "arch", "semantics", "model_key", *HARDWARE_COLUMNS, "error"])
-    return df
+    return pd.DataFrame(out)
 
 
 def noise(archs: Sequence[Any], semantics: SemanticsLike = AS_TRAINED, *, passes: int = 5,
@@ -380,7 +356,7 @@ def noise(archs: Sequence[Any], semantics: SemanticsLike = AS_TRAINED, *, passes
     st = settings or MeasureSettings()
     sem = get_semantics(semantics)
     order = [(p, str(Arch.coerce(a))) for p in range(passes) for a in archs]
-    tasks = [_Task(sem.name, model_key(sem.plan(Arch.coerce(a))), a, st) for _, a in order]
+    tasks = [HardwareTask(sem.name, model_key(sem.plan(Arch.coerce(a))), a, st) for _, a in order]
     rows: list[dict[str, Any]] = [{} for _ in tasks]
     run_tasks(_work, tasks, rows.__setitem__, jobs=jobs)
     return pd.DataFrame([{"arch": a, "pass": p, **r} for (p, a), r in zip(order, rows)])

@@ -50,7 +50,8 @@ import pandas as pd
 from scipy.stats import ConstantInputWarning, kendalltau, spearmanr
 
 from . import metrics
-from .checks import check_bench, check_choice, check_int, check_names, check_real, check_seed
+from .benchmark.flexibert import ensure_benchmark
+from .checks import check_choice, check_int, check_names, check_real, check_seed
 from .data.tables import FLEXIBERT_PROXY_COLUMNS, GLUE_TASKS, NLP_PROXY_COLUMNS
 from .errors import InvalidArgumentError
 from .proxies import baselines as _baselines  # torch-free: registers the trivial spec baselines
@@ -344,11 +345,7 @@ def _numeric(df: pd.DataFrame, column: str, role: str) -> np.ndarray:
 def _bench(bench: BenchmarkLike | None) -> BenchmarkLike:
     """``bench``, checked; without one the benchmark is loaded (``Benchmark.load``: the
     documented data resolution), which every public function here says it does."""
-    if bench is None:
-        from .benchmark import Benchmark
-
-        return Benchmark.load(progress=False)
-    return check_bench(bench)
+    return ensure_benchmark(bench)
 
 
 def _flexibert_lookup(df: pd.DataFrame, target: str, bench: BenchmarkLike | None) -> np.ndarray:
@@ -668,17 +665,3 @@ def scatter(values: pd.DataFrame, proxy: str, target: str | pd.Series, path: str
         fig.savefig(tmp, format="png")
     plt.close(fig)
     return path
-
-
-def paper_figures(out: str | Path, bench: BenchmarkLike | None = None) -> list[Path]:
-    """The paper's Figures 1-3 from the stored tables: hidden covariance (layer 1) vs PTB
-    test loss, and number of parameters and head confidence (raw, normalised) vs GLUE."""
-    out = Path(out)
-    nlp, _ = stored_values("nlp", bench)
-    flex, _ = stored_values("flexibert", bench)
-    return [
-        scatter(nlp, "hidden_covariance_layer1", "test_loss", out / "fig1_nlp_hidden_covariance.png", space="nlp", bench=bench, logx=False),
-        scatter(flex, "num_params_seed_compat", "glue", out / "fig2_flexibert_num_params.png", bench=bench),
-        scatter(flex, "head_confidence", "glue", out / "fig3a_flexibert_head_confidence.png", bench=bench),
-        scatter(flex, "head_confidence_norm", "glue", out / "fig3b_flexibert_head_confidence_norm.png", bench=bench),
-    ]

@@ -23,7 +23,7 @@ Item = tuple[dict[str, Any], Any]  # (identifying columns, model key)
 
 
 def _flexibert_items(archs: Iterable[Any], bench: BenchmarkLike | None) -> list[Item]:
-    keys, _ = flexibert_keys(archs, bench)
+    keys = flexibert_keys(archs, bench)
     return [({"id": i, "arch": str(a)} if i is not None else {"arch": str(a)}, a) for i, a in keys]
 
 

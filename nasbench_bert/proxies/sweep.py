@@ -1,30 +1,31 @@
-"""Sweeps: compute proxies for many archs, isolate failures, cache and resume (:func:`compute`)."""
+"""Proxy sweeps: compute proxies for many archs, isolate failures, cache and resume
+(:func:`compute`, on the shared engine of :mod:`nasbench_bert.sweep`)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 from scipy.stats import rankdata
 
-from ..checks import check_int, check_names, check_seed
+from ..benchmark.flexibert import ensure_benchmark
+from ..checks import check_choice, check_int, check_names, check_seed
 from ..errors import InvalidArgumentError
-from ..executors import check_executor, run_tasks
-from ..semantics import AS_TRAINED, SemanticsLike, get_semantics
+from ..executors import check_executor
+from ..semantics import DEFAULT_SEMANTICS, Semantics, SemanticsLike, get_semantics
+from ..sweep import PartCache, SweepRun, run_sweep
+from ..vocabulary import DTYPES, BenchmarkLike, Dtype, Executor, SpaceName
 from . import builtin as _builtin  # noqa: F401  (registers every built-in proxy and analytic score)
 from . import registry
 from .inputs import BatchSpec, make_batch
 from .spaces import PROXY_SPACES, proxy_space
-from ..vocabulary import BenchmarkLike
 
 #: rank combinations computed across the compared set, not per arch (FlexiBERT's NTSR)
 COMBINED: dict[str, tuple[str, ...]] = {k: v for sp in PROXY_SPACES.values() for k, v in sp.combined.items()}
@@ -62,60 +63,58 @@ def default_batch(space: str, vocab_size: int | None = None, **kw: Any) -> Batch
     return BatchSpec(space=space, **d)
 
 
-# -- cache ---------------------------------------------------------------------------------
-def _cache_name(ident: str, semantics: str, seed: int, batch_key: str, objective: str, dtype: str) -> str:
-    return hashlib.sha1(json.dumps([ident, semantics, seed, batch_key, objective, dtype]).encode()).hexdigest()[:20] + ".parquet"
-
-
-def _cache_read(path: Path, proxies: list[registry.Proxy], expect: dict[str, Any]) -> dict[str, Any] | None:
-    """The cached row at ``path`` if it is intact, was computed for exactly ``expect``
-    (arch, semantics, objective, dtype, seed, batch) and holds every requested proxy at
-    its current version; otherwise None, and the arch is recomputed (a damaged part, or
-    one copied under another arch's name, is never trusted)."""
-    if path.is_dir():
-        raise InvalidArgumentError(f"cache part {path} is a folder; remove it (the cache holds one parquet file per arch)")
-    if not path.is_file():
-        return None
-    try:
-        row = pq.read_table(path).to_pylist()[0]
-        versions = json.loads(row.get("proxy_versions") or "{}")
-        if not isinstance(versions, dict):
-            return None
-    except Exception:  # any damage: recomputed, never trusted
-        return None
-    if any(row.get(k) != v for k, v in expect.items()):
-        return None
-    if all(versions.get(p.name) == p.version and p.name in row for p in proxies):
-        return row
-    return None
-
-
-def _cache_write(path: Path, row: dict[str, Any]) -> None:
-    from ..atomic import atomic_path
-
-    clean = {k: (json.dumps(v) if isinstance(v, (list, dict)) else v) for k, v in row.items()}
-    table = pa.Table.from_pylist([clean])
-    try:
-        with atomic_path(path) as tmp:  # a killed sweep never leaves a partial part
-            pq.write_table(table, tmp)
-    except IsADirectoryError:
-        raise InvalidArgumentError(f"cache part {path} is a folder; remove it (the cache holds one parquet file per arch)") from None
-
-
 # -- the sweep -----------------------------------------------------------------------------
-def _work(args: tuple) -> dict[str, Any]:
-    space, ident, key, names, spec, semantics, seed, threads, dtype = args
+@dataclass(frozen=True)
+class ProxyTask:
+    """One arch's proxies under one semantics, objective, dtype, seed and batch (a
+    :class:`~nasbench_bert.sweep.SweepTask`)."""
+
+    space: str
+    ident: dict[str, Any]  # the identifying columns (id / key, arch)
+    key: Any  # what the model is built from (an Arch, a Recipe)
+    names: tuple[str, ...]
+    versions: str  # JSON {proxy: version}
+    spec: BatchSpec
+    semantics: Semantics
+    objective: str
+    seed: int
+    dtype: str
+    threads: int  # torch threads in the worker (0: leave as is)
+
+    def identity(self) -> list[Any]:
+        return [self.ident["arch"], self.semantics.key, self.seed, self.spec.key, self.objective, self.dtype]
+
+    def expect(self) -> dict[str, Any]:
+        return {"arch": self.ident["arch"], "semantics": self.semantics.key, "objective": self.objective,
+                "dtype": self.dtype, "seed": self.seed, "batch": self.spec.key}
+
+    def accepts(self, row: dict[str, Any]) -> bool:
+        """Every proxy asked for is in the row, at its current version."""
+        try:
+            stored = json.loads(row.get("proxy_versions") or "{}")
+        except (TypeError, ValueError):
+            return False
+        want = json.loads(self.versions)
+        return isinstance(stored, dict) and all(stored.get(n) == want[n] and n in row for n in self.names)
+
+
+def _cache_name(ident: str, semantics: str, seed: int, batch_key: str, objective: str, dtype: str) -> str:
+    """The part file of one arch's row (kept for the tests that plant a bad part)."""
+    return PartCache(Path("."), "parquet", "arch").path([ident, semantics, seed, batch_key, objective, dtype]).name
+
+
+def _work(task: ProxyTask) -> dict[str, Any]:
     import torch
 
     from .engine import run_one
 
-    if threads:
-        torch.set_num_threads(threads)
-    proxies = registry.get(space, names)
-    batch = make_batch(spec)
+    if task.threads:
+        torch.set_num_threads(task.threads)
+    proxies = registry.get(task.space, list(task.names))
+    batch = make_batch(task.spec)
     t0 = time.perf_counter()
     try:
-        row = run_one(space, key, proxies, spec, batch, semantics, seed, dtype)
+        row = run_one(task.space, task.key, proxies, task.spec, batch, task.semantics, task.seed, task.dtype)
         row["error"] = None
     except Exception as e:  # isolate: the sweep goes on, the row says why
         row = {p.name: math.nan for p in proxies}
@@ -125,27 +124,65 @@ def _work(args: tuple) -> dict[str, Any]:
     return row
 
 
+def _finish(task: ProxyTask, row: dict[str, Any]) -> dict[str, Any]:
+    return {**task.ident, "semantics": task.semantics.key, "objective": task.objective, "seed": task.seed,
+            "batch": task.spec.key, "dtype": task.dtype, "proxy_versions": task.versions, **row}
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """compute()'s checked arguments: what every task of the sweep shares."""
+
+    semantics: Semantics
+    seed: int
+    spec: BatchSpec
+    objective: str
+
+
+def _settings(space: str, semantics: Any, seed: Any, batch: Any, protocol: Any) -> _Settings:
+    """The semantics, seed and batch of a sweep, from a paper's protocol or the arguments."""
+    if protocol is not None:
+        from .protocols import get_protocol
+
+        proto = get_protocol(protocol)
+        given = [n for n, v in (("semantics", semantics), ("batch", batch), ("seed", seed)) if v is not None]
+        if given:
+            raise InvalidArgumentError(f"protocol = {proto.name!r} sets the semantics, batch and seed; do not also pass {given} "
+                                       "(use protocol.with_batch(...) or dataclasses.replace for a variant)")
+        semantics, batch, seed = proto.semantics, proto.batch, proto.seed
+    sem = get_semantics(DEFAULT_SEMANTICS if semantics is None else semantics)
+    seed = check_seed("seed", 0 if seed is None else seed, none=False)
+    if batch is not None and not isinstance(batch, (BatchSpec, dict)):
+        raise InvalidArgumentError(f"batch = {batch!r} is not allowed; allowed: a BatchSpec, a dict of its fields, or None")
+    spec = batch if isinstance(batch, BatchSpec) else default_batch(space, **(batch or {}))
+    if spec.space != space:
+        raise InvalidArgumentError(f"batch.space = {spec.space!r} does not match space = {space!r}")
+    return _Settings(sem, seed, spec, proxy_space(space).objective(sem))
+
+
 def compute(
     archs: Iterable[Any],
     proxies: Iterable[str] | str | None = "paper",
     *,
     semantics: SemanticsLike | None = None,
     seed: int | None = None,
-    dtype: str = "float32",
+    dtype: Dtype = "float32",
     batch: BatchSpec | dict[str, Any] | None = None,
     protocol: Any = None,
-    space: str = "flexibert",
+    space: SpaceName = "flexibert",
     bench: BenchmarkLike | None = None,
     cache: str | os.PathLike[str] | None = None,
     jobs: int = 1,
     progress: bool = False,
-    executor: str = "local",
+    executor: Executor = "local",
     ray_address: str | None = None,
 ) -> pd.DataFrame:
     """Compute proxies for ``archs``; one row per arch.
 
     ``archs``: FlexiBERT ids, :class:`Arch` objects, canonical strings or release dicts
     (``space="flexibert"``); recipes, or ``(label, recipe)`` pairs (``space="nlp"``).
+    Ids are rows of ``bench``; without one, the benchmark is loaded here, once
+    (``Benchmark.load``), and only when an id is given.
     ``proxies``: names, a group (``"paper"``, ``"etas"``, ``"baseline"``) or ``"all"``;
     ``"ntsr"`` adds NTKT and SEPT and ranks them within this set. ``batch``: a
     :class:`BatchSpec` or a dict of its fields (default: random tokens, see
@@ -165,79 +202,42 @@ def compute(
     ``dtype``, one column per proxy, ``<proxy>__layers`` (per-layer values),
     timings (``seconds``, ``seconds_pass``, ``seconds_proxies``), ``error`` (None, or
     why the arch failed: its proxies are NaN) and ``proxy_versions``. With ``cache`` (a
-    folder), finished archs are written one part file each, atomically, and a later
-    call with the same arch, semantics, objective, dtype, seed and batch reuses them: an interrupted
-    sweep resumes without recomputing.
+    folder), the sweep engine (:mod:`nasbench_bert.sweep`) writes each finished arch as
+    one part file, atomically, and a later call with the same arch, semantics,
+    objective, dtype, seed and batch reuses it: an interrupted sweep resumes.
 
     ``executor``: ``"local"`` (this process, or ``jobs`` worker processes) or ``"ray"``:
     one Ray task per arch, one CPU each, spread over the cluster at ``ray_address``
-    (default: join or start a local instance), the same executor choice as
-    ``build_entry``. Parts are written by the driver as tasks finish, so a sweep killed
-    anywhere resumes from the cache.
+    (default: join or start a local instance). Parts are written by the driver as tasks
+    finish, so a sweep killed anywhere resumes from the cache.
     """
     adapter = proxy_space(space)
     executor = check_executor(executor, ray_address)
-    if protocol is not None:
-        from .protocols import get_protocol
-
-        proto = get_protocol(protocol)
-        given = [n for n, v in (("semantics", semantics), ("batch", batch), ("seed", seed)) if v is not None]
-        if given:
-            raise InvalidArgumentError(f"protocol = {proto.name!r} sets the semantics, batch and seed; do not also pass {given} "
-                                       "(use protocol.with_batch(...) or dataclasses.replace for a variant)")
-        semantics, batch, seed = proto.semantics, proto.batch, proto.seed
-    semantics = AS_TRAINED if semantics is None else semantics
-    seed = 0 if seed is None else seed
-    sem = get_semantics(semantics)
-    objective = adapter.objective(sem)
-    if dtype not in ("float32", "float64"):
-        raise InvalidArgumentError(f"dtype = {dtype!r} is not allowed; allowed values: ['float32', 'float64']")
-    seed = check_seed("seed", seed, none=False)
+    st = _settings(space, semantics, seed, batch, protocol)
+    dtype = check_choice("dtype", dtype, DTYPES)
     jobs = check_int("jobs", jobs, low=1)
     if isinstance(archs, (str, bytes, dict)) or not isinstance(archs, Iterable):
         raise InvalidArgumentError(f"archs = {archs!r} is not allowed; allowed: a list of archs (ids, Arch, strings, "
                                    "release dicts; NLP: recipes or (label, recipe) pairs)")
-    if batch is not None and not isinstance(batch, (BatchSpec, dict)):
-        raise InvalidArgumentError(f"batch = {batch!r} is not allowed; allowed: a BatchSpec, a dict of its fields, or None")
-    spec = batch if isinstance(batch, BatchSpec) else default_batch(space, **(batch or {}))
-    if spec.space != space:
-        raise InvalidArgumentError(f"batch.space = {spec.space!r} does not match space = {space!r}")
     plist, combined = resolve_proxies(space, proxies)
-    names = [p.name for p in plist]
+    archs = list(archs)
+    items = adapter.items(archs, ensure_benchmark(bench, archs) if space == "flexibert" else bench)
+    cache_parts = PartCache.open(cache, "parquet", "arch")
+    names = tuple(p.name for p in plist)
     versions = json.dumps({p.name: p.version for p in plist}, sort_keys=True)
-    items = adapter.items(archs, bench)
-    cache_dir = Path(cache) if cache is not None else None
-    if cache_dir is not None and cache_dir.exists() and not cache_dir.is_dir():
-        raise InvalidArgumentError(f"cache = {str(cache)!r} is a file; allowed: a folder (created if missing)")
-
-    rows: list[dict[str, Any] | None] = [None] * len(items)
-    todo = []
-    for i, (ident, key) in enumerate(items):
-        if cache_dir is not None:
-            expect = {"arch": ident["arch"], "semantics": sem.key, "objective": objective, "dtype": dtype, "seed": seed,
-                      "batch": spec.key}
-            hit = _cache_read(cache_dir / _cache_name(ident["arch"], sem.key, seed, spec.key, objective, dtype), plist, expect)
-            if hit is not None:
-                rows[i] = {**hit, **ident, "cached": True}
-                continue
-        todo.append(i)
-
     threads = 1 if jobs > 1 or executor == "ray" else 0
-    tasks = [(space, items[i][0], items[i][1], names, spec, sem, seed, threads, dtype) for i in todo]
+    tasks = [ProxyTask(space, ident, key, names, versions, st.spec, st.semantics, st.objective, st.seed, dtype, threads)
+             for ident, key in items]
+    how = SweepRun(executor, jobs, ray_address,
+                   label=(lambda todo, hits: f"{space} proxies ({todo} to compute, {hits} cached)") if progress else None)
+    done = run_sweep(_work, tasks, cache_parts, _finish, how)
+    rows = [{**row, **t.ident, "cached": True} if hit else {**row, "cached": False} for t, (row, hit) in zip(tasks, done)]
+    return _frame(rows, names, combined)
 
-    def done(i: int, row: dict[str, Any]) -> None:
-        ident = items[i][0]
-        full = {**ident, "semantics": sem.key, "objective": objective, "seed": seed, "batch": spec.key, "dtype": dtype,
-                "proxy_versions": versions, **row}
-        if cache_dir is not None and full.get("error") is None:
-            _cache_write(cache_dir / _cache_name(ident["arch"], sem.key, seed, spec.key, objective, dtype), full)
-        rows[i] = {**full, "cached": False}
 
-    label = f"{space} proxies ({len(todo)} to compute, {len(items) - len(todo)} cached)" if progress else None
-    run_tasks(_work, tasks, lambda k, row: done(todo[k], row), executor=executor, jobs=jobs, ray_address=ray_address,
-              progress=label)
-
-    df = pd.DataFrame([r for r in rows if r is not None])
+def _frame(rows: list[dict[str, Any]], names: Sequence[str], combined: list[str]) -> pd.DataFrame:
+    """The sweep's rows as one frame: per-layer lists decoded, rank combinations added."""
+    df = pd.DataFrame(rows)
     if df.empty:  # no archs given: the same columns, no rows
         return pd.DataFrame(columns=["arch", "semantics", "objective", "seed", "batch", "dtype", *names, *combined, "error",
                                      "seconds", "cached"])

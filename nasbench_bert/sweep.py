@@ -1,0 +1,189 @@
+"""One resumable sweep engine: typed tasks, a part cache that verifies what it reads, and
+the executors.
+
+Proxy sweeps (:func:`nasbench_bert.proxies.compute`, and through it
+:func:`nasbench_bert.evaluation.evaluate`) and hardware sweeps
+(:func:`nasbench_bert.hardware.measure_many`) are the same job: run one expensive
+function per model, keep every result the moment it finishes, and resume after a kill
+without recomputing - on this machine or on Ray. This module is that job, written once:
+
+* a task is a small frozen dataclass that implements :class:`SweepTask`: which part file
+  holds its result (:meth:`~SweepTask.identity`), which fields a stored row must carry to
+  be believed (:meth:`~SweepTask.expect`), and whether a stored row still answers it
+  (:meth:`~SweepTask.accepts`: e.g. every proxy asked for, at its current version);
+* :class:`PartCache` names parts by a hash of the identity, writes each one atomically
+  (a killed sweep never leaves half a part) and re-verifies every part it reads: a
+  damaged part, or one copied under another task's name, is recomputed, never trusted;
+* :func:`run_sweep` reads what the cache holds, runs the rest through
+  :func:`nasbench_bert.executors.run_tasks` and writes each finished row (rows with an
+  ``error`` are returned but not cached, so a failure is retried next time).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Literal, Mapping, Protocol, Sequence, TypeVar
+
+from .errors import InvalidArgumentError
+from .executors import run_tasks
+
+#: how a part file is written: one-row parquet (proxy rows, which hold per-layer lists) or JSON
+PartFormat = Literal["parquet", "json"]
+Row = dict[str, Any]
+
+
+class SweepTask(Protocol):
+    """What the engine needs of a task (the work function gets the task itself)."""
+
+    def identity(self) -> Sequence[Any]:
+        """What the result depends on; its hash names the part file."""
+
+    def expect(self) -> Mapping[str, Any]:
+        """Fields a stored row must hold with exactly these values to be believed."""
+
+    def accepts(self, row: Row) -> bool:
+        """Whether a stored row (already matching :meth:`expect`) answers this task."""
+
+
+T = TypeVar("T", bound=SweepTask)
+
+
+@dataclass(frozen=True)
+class PartCache:
+    """A folder of part files, one per task result."""
+
+    folder: Path
+    format: PartFormat
+    #: what one part holds, for messages ("arch", "model")
+    unit: str
+
+    @classmethod
+    def open(cls, cache: str | os.PathLike[str] | None, format: PartFormat, unit: str) -> "PartCache | None":
+        """The cache at ``cache`` (created if missing), or None without one; a path that
+        is a file is refused with a message naming the argument."""
+        if cache is None:
+            return None
+        if not isinstance(cache, (str, os.PathLike)):
+            raise InvalidArgumentError(f"cache = {cache!r} is not allowed; allowed: a folder (str or path) or None")
+        folder = Path(cache)
+        if folder.exists() and not folder.is_dir():
+            raise InvalidArgumentError(f"cache = {str(cache)!r} is a file; allowed: a folder (created if missing)")
+        return cls(folder, format, unit)
+
+    def path(self, identity: Sequence[Any]) -> Path:
+        digest = hashlib.sha1(json.dumps(list(identity)).encode()).hexdigest()[:20]
+        return self.folder / f"{digest}.{self.format}"
+
+    def _refuse_folder(self, path: Path) -> None:
+        raise InvalidArgumentError(f"cache part {path} is a folder; remove it (the cache holds one {self.format} file "
+                                   f"per {self.unit})")
+
+    def read(self, task: SweepTask) -> Row | None:
+        """The stored row of ``task`` if it is intact, matches :meth:`SweepTask.expect`
+        field by field and is accepted by the task; otherwise None (computed again)."""
+        path = self.path(task.identity())
+        if path.is_dir():
+            self._refuse_folder(path)
+        if not path.is_file():
+            return None
+        try:
+            row = _READERS[self.format](path)
+        except Exception:  # any damage: recomputed, never trusted
+            return None
+        if not isinstance(row, dict) or any(row.get(k) != v for k, v in task.expect().items()):
+            return None
+        return row if task.accepts(row) else None
+
+    def write(self, task: SweepTask, row: Row) -> None:
+        """Store ``row`` as ``task``'s part, atomically."""
+        path = self.path(task.identity())
+        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            _WRITERS[self.format](path, row)
+        except IsADirectoryError:
+            self._refuse_folder(path)
+
+
+def _read_parquet(path: Path) -> Row:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()[0]
+
+
+def _write_parquet(path: Path, row: Row) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .atomic import atomic_path
+
+    clean = {k: (json.dumps(v) if isinstance(v, (list, dict)) else v) for k, v in row.items()}
+    with atomic_path(path) as tmp:
+        pq.write_table(pa.Table.from_pylist([clean]), tmp)
+
+
+def _read_json(path: Path) -> Row:
+    return json.loads(path.read_text())
+
+
+def _write_json(path: Path, row: Row) -> None:
+    from .atomic import atomic_write
+
+    atomic_write(path, json.dumps(row, sort_keys=True))
+
+
+_READERS: dict[str, Callable[[Path], Row]] = {"parquet": _read_parquet, "json": _read_json}
+_WRITERS: dict[str, Callable[[Path, Row], None]] = {"parquet": _write_parquet, "json": _write_json}
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """Where and how a sweep runs (the ``executor=`` choice of every sweep)."""
+
+    executor: str = "local"
+    jobs: int = 1
+    ray_address: str | None = None
+    #: CPUs each Ray task asks for
+    num_cpus: int = 1
+    #: the progress display's label, from (to compute, from the cache); None: no display
+    label: Callable[[int, int], str] | None = None
+    #: compute the missing tasks in a seeded random order (None: the given order), so
+    #: that a slow drift of the machine does not line up with the task order
+    shuffle_seed: int | None = None
+
+
+def run_sweep(work: Callable[[T], Row], tasks: Sequence[T], cache: PartCache | None,
+              finish: Callable[[T, Row], Row], how: SweepRun = SweepRun()) -> list[tuple[Row, bool]]:
+    """``(row, cached)`` for every task, in task order.
+
+    Stored rows come from ``cache``; the others are computed by ``work(task)`` (a
+    module-level function: it is pickled to worker processes and Ray tasks), completed by
+    ``finish(task, row)`` with the columns that identify it, and written to the cache as
+    each finishes - unless the row carries an ``error``.
+    """
+    out: list[tuple[Row, bool] | None] = [None] * len(tasks)
+    todo: list[int] = []
+    for i, t in enumerate(tasks):
+        hit = cache.read(t) if cache is not None else None
+        if hit is not None:
+            out[i] = (hit, True)
+        else:
+            todo.append(i)
+    if how.shuffle_seed is not None:
+        random.Random(how.shuffle_seed).shuffle(todo)
+
+    def done(k: int, raw: Row) -> None:
+        t = tasks[todo[k]]
+        row = finish(t, raw)
+        if cache is not None and row.get("error") is None:
+            cache.write(t, row)
+        out[todo[k]] = (row, False)
+
+    label = how.label(len(todo), len(tasks) - len(todo)) if how.label is not None else None
+    run_tasks(work, [tasks[i] for i in todo], done, executor=how.executor, jobs=how.jobs,
+              ray_address=how.ray_address, num_cpus=how.num_cpus, progress=label)
+    return [r for r in out if r is not None]
