@@ -209,8 +209,15 @@ def test_sizes(arch, sem):
 @given(arch_keys, st.one_of(st.none(), st.integers(-5, 10**6), junk), st.one_of(st.booleans(), junk),
        st.one_of(st.booleans(), junk))
 def test_query(bench, arch, steps, charge, allow_surrogate):
+    import warnings
+
     bench.reset_budget()
-    _call("Benchmark.query", bench.query, arch, steps=steps, charge=charge, allow_surrogate=allow_surrogate)
+    _call("Benchmark.query", bench.query, arch, charge=charge)
+    _call("Benchmark.curve_point", bench.curve_point, arch, steps, charge=charge)
+    with warnings.catch_warnings():  # the deprecated keywords still answer, or refuse, the same way
+        warnings.simplefilter("ignore", DeprecationWarning)
+        _call("Benchmark.query(deprecated keywords)", bench.query, arch, steps=steps, charge=charge,
+              allow_surrogate=allow_surrogate)
     _call("Benchmark.query_all", bench.query_all, arch)
     _call("Benchmark.curve", bench.curve, arch)
 
@@ -399,6 +406,7 @@ def test_search_run(bench, algorithm, budget, seed, oracle, params):
 # -- every public function's `bench` argument (issue 24) ---------------------------------------
 def _bench_calls(tmp: Any) -> list[tuple[str, Callable[[Any], Any]]]:
     from nasbench_bert import hardware, proxies, scoring, search
+    from nasbench_bert.search.oracle import noisy_surrogate
     from nasbench_bert.integrations import naszero
 
     calls: list[tuple[str, Callable[[Any], Any]]] = [
@@ -411,6 +419,15 @@ def _bench_calls(tmp: Any) -> list[tuple[str, Callable[[Any], Any]]]:
                                                           bench=b, bootstrap=0)),
         ("hardware.measure_many(bench)", lambda b: hardware.measure_many([] if b is None else [0], "as_trained", bench=b)),
         ("proxies.compute(bench)", lambda b: proxies.compute([] if b is None else [0], "num_params", bench=b)),
+        ("proxies.evaluate(bench)", lambda b: None if b is None else proxies.evaluate(
+            "depth", benchmarks="flexibert", ids=[0, 1, 2], tasks=False, bootstrap=0, progress=False, bench=b)),
+        ("scoring.rank_context(bench)", lambda b: scoring.rank_context(pd.DataFrame({"id": [0, 1]}), bench=b)),
+        ("scoring.baseline_values(bench)", lambda b: scoring.baseline_values(pd.DataFrame({"id": [0, 1]}), bench=b)),
+        ("scoring.stored_values(bench)", lambda b: None if b is None else scoring.stored_values("flexibert", bench=b)),
+        ("scoring.score_stored(bench)", lambda b: None if b is None else scoring.score_stored("flexibert", bench=b,
+                                                                                             bootstrap=0)),
+        ("search.oracle.noisy_surrogate(bench)", lambda b: noisy_surrogate(b)),
+        *_surrogate_calls(),
     ]
     try:
         from nasbench_bert.integrations import optuna as opt
@@ -422,6 +439,23 @@ def _bench_calls(tmp: Any) -> list[tuple[str, Callable[[Any], Any]]]:
     except ImportError:  # without the [hpo] extra
         pass
     return calls
+
+
+def _surrogate_calls() -> list[tuple[str, Callable[[Any], Any]]]:
+    """The surrogate's public functions: each checks ``bench`` before it reads a table."""
+    from nasbench_bert import surrogate
+    from nasbench_bert.surrogate import fidelity, noise, validation
+
+    fns: list[tuple[str, Callable[[Any], Any]]] = [
+        ("surrogate.Surrogate", surrogate.Surrogate), ("surrogate.training_data", surrogate.training_data),
+        ("fidelity.curve_table", fidelity.curve_table), ("fidelity.leave_one_curve_out", fidelity.leave_one_curve_out),
+        ("noise.repeat_pairs", noise.repeat_pairs), ("noise.twin_residuals", noise.twin_residuals),
+        ("noise.twin_pairs", noise.twin_pairs), ("noise.RunNoise", noise.RunNoise), ("noise.tau_ceiling", noise.tau_ceiling),
+        ("noise.rank_ceilings", noise.rank_ceilings), ("noise.noise_floor", noise.noise_floor),
+        ("validation.training_arrays", validation.training_arrays),
+        ("validation.cross_validate", validation.cross_validate), ("validation.region_cv", validation.region_cv),
+    ]
+    return [(f"{name}(bench)", fn) for name, fn in fns]
 
 
 @fuzz(40)

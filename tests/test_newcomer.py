@@ -33,16 +33,38 @@ def test_ci_runs_the_readme_commands_first():
         sys.path.pop(0)
     cmds = readme_commands(ROOT / "README.md")
     assert len(cmds) == 2 and cmds[1] == ".venv/bin/python -m pytest"
-    run = (ROOT / ".ci" / "run").read_text()
-    first = run.index("readme_commands.py")
-    assert all(run.index(s) > first for s in ("ruff check", "builders.hardware", ".venv-ref", "-m slow", "bench/", "mkdocs"))
+    _check_ci_order((ROOT / ".ci" / "run").read_text())
     quick = (ROOT / "README.md").read_text().split("## Quickstart", 1)[1].split("```", 2)[1]
     assert ".hw(" not in quick  # the quickstart needs no hardware measurement
 
 
+def _check_ci_order(run: str) -> None:
+    """The README's commands run before every other step of ``.ci/run`` (comments aside)."""
+    lines = [ln.strip() for ln in run.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+
+    def first(text: str) -> int:
+        hits = [i for i, ln in enumerate(lines) if text in ln]
+        assert hits, f".ci/run has no step with {text!r}"
+        return hits[0]
+
+    readme = first('bash -eo pipefail -c "$cmd"')
+    assert first("readme_commands.py") < readme
+    for step in ("ruff check", "builders.hardware", ".venv-ref", "-m slow", "bench/", "mkdocs"):
+        assert first(step) > readme, f".ci/run runs {step!r} before the README's commands"
+
+
+def test_the_ci_order_check_can_fail():
+    run = (ROOT / ".ci" / "run").read_text()
+    _check_ci_order(run)
+    lint = next(ln for ln in run.splitlines() if "ruff check" in ln)
+    moved = lint + "\n" + run.replace(lint + "\n", "")  # lint first, the README's commands after it
+    with pytest.raises(AssertionError, match="ruff check"):
+        _check_ci_order(moved)
+
+
 # -- item 4: every public function that takes `bench` checks it -------------------------------------
 def _bench_takers(out, b_is_not_none: bool = True):
-    from nasbench_bert import hardware, search
+    from nasbench_bert import hardware, proxies, search
     from nasbench_bert.integrations import naszero
 
     calls = [
@@ -53,6 +75,13 @@ def _bench_takers(out, b_is_not_none: bool = True):
     ]
     if b_is_not_none:  # bench=None is documented there: ids are looked up in Benchmark.load()
         calls.append(("hardware.measure_many", lambda b: hardware.measure_many([0], "as_trained", bench=b)))
+        calls.append(("proxies.evaluate", lambda b: proxies.evaluate("depth", benchmarks="flexibert", ids=[0, 1],
+                                                                     tasks=False, bootstrap=0, progress=False, bench=b)))
+    from nasbench_bert import surrogate
+    from nasbench_bert.surrogate import fidelity, noise, validation
+
+    calls += [(f.__name__, f) for f in (surrogate.Surrogate, surrogate.training_data, fidelity.curve_table,
+                                        noise.noise_floor, noise.RunNoise, validation.cross_validate)]
     try:
         from nasbench_bert.integrations import optuna as opt
         from nasbench_bert.integrations import syne_tune as stn

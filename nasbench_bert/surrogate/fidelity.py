@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..checks import check_bench
 from ..errors import InvalidArgumentError
 from ..vocabulary import BenchmarkLike
 
@@ -44,6 +45,7 @@ def curve_table(bench: BenchmarkLike) -> pd.DataFrame:
     benchmark result), ``tasks_valid`` (False where the task scores are the later
     checkpoint's) and ``status`` ("ok", "recovered", "lost"), as the curves table
     records them (:func:`nasbench_bert.data.release.curve_point_status`)."""
+    bench = check_bench(bench)
     rows = []
     flex = bench.to_pandas().set_index("id")
     for i in bench.curve_ids():
@@ -96,6 +98,7 @@ def leave_one_curve_out(bench: BenchmarkLike, ridge: float = 5.0) -> pd.DataFram
     """For every curve and checkpoint: the fidelity fitted on the other curves, its
     prediction from this arch's benchmark GLUE, the truth, and two naive predictions
     (the benchmark GLUE itself; the benchmark GLUE plus the other curves' mean shift)."""
+    bench = check_bench(bench)
     curves = curve_table(bench)
     out = []
     for i in curves["id"].unique():

@@ -27,6 +27,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from ..checks import check_bench
 from ..errors import InvalidArgumentError
 from .features import twin_keys
 from .fidelity import curve_table
@@ -35,6 +36,7 @@ from ..vocabulary import BenchmarkLike
 def repeat_pairs(bench: BenchmarkLike) -> pd.DataFrame:
     """Every pair of runs of one arch in the release: the exact repeats, and the
     recoverable 100,000-step curve checkpoints paired with the benchmark run."""
+    bench = check_bench(bench)
     df = bench.to_pandas().set_index("id")
     rows = []
     for r in bench.repeats().itertuples():
@@ -55,6 +57,7 @@ def repeat_pairs(bench: BenchmarkLike) -> pd.DataFrame:
 def twin_residuals(bench: BenchmarkLike) -> pd.DataFrame:
     """Each run of an as-trained twin class with >= 2 runs: its deviation from the class
     mean, scaled by sqrt(k / (k - 1)) so that it has the run-to-run variance (k runs)."""
+    bench = check_bench(bench)
     df = bench.to_pandas()
     key = twin_keys(df["space_index"].to_numpy())
     d = pd.DataFrame({"key": key, "glue": df["glue"].to_numpy(float), "num_layers": df["num_layers"].to_numpy(),
@@ -88,6 +91,7 @@ def _boot(values: np.ndarray, stat: Callable[[np.ndarray], float], n: int, seed:
 
 def twin_pairs(bench: BenchmarkLike) -> pd.DataFrame:
     """Every pair of runs within an as-trained twin class: depth and the difference."""
+    bench = check_bench(bench)
     r = twin_residuals(bench)
     rows = []
     for _, g in r.groupby("key"):
@@ -112,6 +116,7 @@ class RunNoise:
     """
 
     def __init__(self, bench: BenchmarkLike, tail: float = 4.0):
+        bench = check_bench(bench)
         p = twin_pairs(bench)
         self.core, self.p_collapse, self.sizes, self.sd = {}, {}, {}, {}
         for d, g in p.groupby("num_layers"):
@@ -152,6 +157,7 @@ def tau_ceiling(bench: BenchmarkLike, noise: Callable[[np.ndarray, np.random.Gen
     sqrt(1 - noise variance / group variance). The noise is ``noise(depth, rng)`` (e.g.
     :meth:`RunNoise.sample`) or Gaussian with ``sigma``.
     """
+    bench = check_bench(bench)
     from scipy.stats import kendalltau
 
     mu, depth, arch, noise = _expected_glue(bench, noise, sigma, seed)
@@ -199,6 +205,7 @@ def rank_ceilings(bench: BenchmarkLike, reps: int = 100, seed: int = 0) -> dict[
     simulated benchmarks. Two noise models: Gaussian at the 9 exact repeats' sigma
     (the primary figure) and the empirical per-depth model with collapses
     (:class:`RunNoise`)."""
+    bench = check_bench(bench)
     from .. import metrics
 
     pairs = repeat_pairs(bench)
@@ -223,6 +230,7 @@ def rank_ceilings(bench: BenchmarkLike, reps: int = 100, seed: int = 0) -> dict[
 def noise_floor(bench: BenchmarkLike, bootstrap: int = 2000, reps: int = 200, seed: int = 0) -> dict[str, Any]:
     """Run-to-run noise from every kind of re-run, with 95 % intervals, and the implied
     ceilings on Kendall tau (see the module doc). Plain floats, ready for JSON."""
+    bench = check_bench(bench)
     pairs = repeat_pairs(bench)
     is_exact = pairs["kind"] == "exact repeat"
     exact = pairs[is_exact]["diff"].to_numpy()

@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from ..checks import check_bench
 from ..errors import InvalidArgumentError
 from .features import surrogate_features
 from .models import lightgbm_available, make_family
@@ -31,6 +32,7 @@ def _z(level: float) -> float:
 
 def training_arrays(bench: BenchmarkLike, features: str = "as_trained") -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
     """(X, Y, table): the surrogate features, GLUE then the 8 tasks, and the table."""
+    bench = check_bench(bench)
     from . import TARGETS
 
     df = bench.to_pandas()
@@ -81,6 +83,7 @@ def cross_validate(bench: BenchmarkLike, families: Sequence[str] | None = None, 
     columns are means over folds and over ``repeats`` fold seeds; ``tau_sd`` is the spread
     of the per-repeat means (the fold-to-fold spread when ``repeats == 1``). The noise
     floor itself is in ``result.attrs["noise"]`` when ``ceiling``."""
+    bench = check_bench(bench)
     X, Y, df = training_arrays(bench, features)
     arch = df["arch"].to_numpy()
     y = Y[:, 0]
@@ -150,6 +153,7 @@ def region_cv(bench: BenchmarkLike, families: Sequence[str] | None = None, regio
     """Leave-one-region-out: train on one region of the space, test on another it never
     saw (NAS-Bench-301's check). Rows: region x family, plus the as-trained parameter
     count on the test region."""
+    bench = check_bench(bench)
     X, Y, df = training_arrays(bench, features)
     rows = []
     for reg in regions or list(REGIONS):
