@@ -370,13 +370,13 @@ def cmd_proxies_score(args: argparse.Namespace) -> None:
             console.print(f"[yellow]{r.proxy}: {r.note}[/yellow]")
     if args.csv:
         _write_frame(res, Path(args.csv), "--csv")
-    if args.plots:
-        if args.values:
-            for name in res.proxy:
-                proxies.scatter(df, name, args.target or "glue", Path(args.plots) / f"{name}.png", space=args.space, bench=bench)
-        else:
-            for path in proxies.paper_figures(args.plots, bench=bench):
-                console.print(f"wrote {path}")
+    if args.plots:  # one scatter per scored column (the paper's own Figures 1-3: python -m studies.paper_figures)
+        if not args.values:
+            df, _ = proxies.stored_values(args.space, bench)
+        plot_target = args.target or proxies.scoring_space(args.space).stored_target
+        for name in (n for n in dict.fromkeys(res.proxy) if n in df):
+            path = proxies.scatter(df, name, plot_target, Path(args.plots) / f"{name}.png", space=args.space, bench=bench)
+            console.print(f"wrote {path}")
 
 
 def cmd_proxies_evaluate(args: argparse.Namespace) -> None:
@@ -619,7 +619,7 @@ def _add_proxies_score(psub: Any) -> None:
     ps.add_argument("--target", default=None, help="glue, a GLUE task, test_loss or wikitext2_loss")
     ps.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples for the confidence intervals")
     ps.add_argument("--csv", default=None, help="also write the scores to this CSV")
-    ps.add_argument("--plots", default=None, help="folder for scatter plots (stored: the paper's Figures 1-3)")
+    ps.add_argument("--plots", default=None, help="folder for one scatter plot per scored proxy")
     ps.add_argument("--tasks", action="store_true", help="FlexiBERT: every GLUE task as well as the average")
     ps.add_argument("--no-baselines", action="store_true", help="leave out the trivial spec baselines' rows")
     ps.add_argument("--baseline-semantics", default="as_trained", choices=list(SEMANTICS_NAMES),

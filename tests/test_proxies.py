@@ -305,7 +305,9 @@ def test_glue_and_text_sources(tmp_path):
 
 
 def test_paper_figures_png(tmp_path, bench):
-    paths = proxies.paper_figures(tmp_path, bench=bench)
+    from studies.paper_figures import paper_figures
+
+    paths = paper_figures(tmp_path, bench=bench)
     assert len(paths) == 4 and all(p.stat().st_size > 5000 for p in paths)
 
 

@@ -22,7 +22,7 @@ _EXPORTS = {
     "register": ".registry", "get": ".registry", "REGISTRY": ".registry", "NEEDS": ".registry",
     "Proxy": ".registry", "ProxyValue": ".registry",
     "evaluate": "..evaluation", "Evaluation": "..evaluation", "register_callable": ".callables",
-    "score": "..scoring", "score_stored": "..scoring", "scatter": "..scoring", "paper_figures": "..scoring",
+    "score": "..scoring", "score_stored": "..scoring", "scatter": "..scoring",
     "partial_tau": "..scoring", "to_markdown": "..scoring",
 }
 #: modules reached as attributes (imported on first use too; not in ``__all__``)
