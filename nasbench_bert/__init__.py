@@ -14,14 +14,16 @@ The layers, bottom up (each imports only from those below it; no import runs bac
 * :mod:`~nasbench_bert.spaces`, :mod:`~nasbench_bert.executors`, :mod:`~nasbench_bert.metrics` -
   search spaces, where sweeps run, rank metrics;
 * :mod:`~nasbench_bert.semantics`, then :mod:`~nasbench_bert.sizes` - what model an arch
-  string means, analytic parameter and FLOP counts;
+  string means, analytic parameter and FLOP counts; beside them :mod:`~nasbench_bert.sweep`,
+  the one resumable-sweep engine (typed tasks, a verifying part cache, the executors);
 * :mod:`~nasbench_bert.data`, :mod:`~nasbench_bert.models` - tables, the release importer,
   the Hub, data resolution; PyTorch models (the ``[torch]`` extra);
 * :mod:`~nasbench_bert.surrogate`, :mod:`~nasbench_bert.text` - whole-space predictions,
   corpora and tokenizers;
-* :mod:`~nasbench_bert.benchmark` - the query API (it reaches the surrogate below it);
+* :mod:`~nasbench_bert.benchmark` - the query API: a lookup facade over key resolution,
+  curves, filters and the hardware table (it reaches the surrogate below it by name);
 * :mod:`~nasbench_bert.hardware`, :mod:`~nasbench_bert.proxies` - hardware objectives and
-  live zero-cost proxies;
+  live zero-cost proxies, both swept on :mod:`~nasbench_bert.sweep`;
 * :mod:`~nasbench_bert.scoring`, :mod:`~nasbench_bert.search`, :mod:`nasbench_bert.builders` -
   proxies scored against the stored results; NAS algorithms behind oracles; regenerating
   entries (the ``[build]`` extra; a plugin of the CLI that nothing in the library imports);
