@@ -166,7 +166,7 @@ def cmd_build_data(args: argparse.Namespace) -> None:
 def _writable(folder: Path, option: str) -> None:
     """A clear error, before any work, when ``folder`` cannot be written."""
     if folder.exists() and not folder.is_dir():
-        raise InvalidArgumentError(f"{option} = {str(folder)!r} is not writable: it is a file; allowed: a folder (created if missing)")
+        raise InvalidArgumentError(f"{option} = {str(folder)!r} is a file; allowed: a folder (created if missing)")
     probe = folder
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent

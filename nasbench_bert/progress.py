@@ -7,17 +7,28 @@ hung one. :class:`Progress` draws rich's bar when its stream is a terminal and o
 prints one plain line every ``every`` seconds - done/total, elapsed, an estimate of what
 is left - and a last line when the work ends. Work that ends within ``every`` seconds
 prints nothing off a terminal (a search's many small proxy sweeps would flood a log).
+``$NASBENCH_BERT_PROGRESS_SECONDS`` sets that interval (e.g. 300 for a quiet batch log).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from types import TracebackType
 from typing import Any, TextIO
 
-#: seconds between two plain lines when the stream is not a terminal
+#: seconds between two plain lines when the stream is not a terminal (the default of
+#: ``$NASBENCH_BERT_PROGRESS_SECONDS``)
 EVERY = 30.0
+
+
+def _every() -> float:
+    raw = os.environ.get("NASBENCH_BERT_PROGRESS_SECONDS", "")
+    try:
+        return max(0.0, float(raw)) if raw else EVERY
+    except ValueError:
+        return EVERY  # a progress display never stops the work it reports on
 
 
 def _clock(seconds: float) -> str:
@@ -29,11 +40,13 @@ class Progress:
     """``with Progress("hardware (120 models)", 120) as p: ... p.advance()``.
 
     ``enabled=False`` prints nothing. ``stream`` defaults to stderr (so a command's own
-    output on stdout stays clean); ``every`` is the plain-line interval."""
+    output on stdout stays clean); ``every`` is the plain-line interval (default:
+    ``$NASBENCH_BERT_PROGRESS_SECONDS``, else :data:`EVERY`)."""
 
     def __init__(self, label: str, total: int, *, enabled: bool = True, stream: TextIO | None = None,
-                 every: float = EVERY):
-        self.label, self.total, self.enabled, self.every = label, int(total), enabled, float(every)
+                 every: float | None = None):
+        self.label, self.total, self.enabled = label, int(total), enabled
+        self.every = _every() if every is None else float(every)
         self.stream = stream if stream is not None else sys.stderr
         self.done = 0
         self._bar: Any = None

@@ -179,6 +179,43 @@ def test_cli_edges(data_dir, tmp_path):
     assert "Broken pipe" not in err and "Traceback" not in err
 
 
+def test_cli_query_json_into_head_is_quiet(data_dir):
+    """The issue's own command: `query 17 --json | head` (a reader that stops early)."""
+    r = subprocess.run(["bash", "-c", f"{sys.executable} -m nasbench_bert.cli query 17 --json | head -n 2"],
+                       capture_output=True, text=True, env={**os.environ, "NASBENCH_BERT_DATA": str(data_dir)})
+    assert r.returncode == 0 and r.stdout.count("\n") == 2
+    assert "Broken pipe" not in r.stderr and "Traceback" not in r.stderr and "error" not in r.stderr
+
+
+def test_search_out_is_checked_before_the_search(data_dir, monkeypatch, capsys, tmp_path):
+    """An unwritable --out is refused before any search runs (the search would take minutes)."""
+    from nasbench_bert import cli, search
+
+    class Reached(Exception):
+        pass
+
+    def searched(*a, **k):
+        raise Reached
+
+    monkeypatch.setenv("NASBENCH_BERT_DATA", str(data_dir))
+    monkeypatch.setattr(search, "run", searched)
+    monkeypatch.setattr(search, "compare", searched)
+    assert cli.main(["search", "run", "--algorithm", "etas", "--budget", "300", "--out", "/proc/x.csv"]) == 2
+    assert cli.main(["search", "compare", "--seeds", "20", "--plot", "/proc/x.png"]) == 2
+    assert "cannot be written" in capsys.readouterr().err
+    with pytest.raises(Reached):  # with a writable --out the (patched) search is reached: the test can fail
+        cli.main(["-q", "search", "run", "--algorithm", "random", "--budget", "3", "--out", str(tmp_path / "t.csv")])
+
+
+def test_long_commands_print_plain_progress_off_a_terminal(data_dir, tmp_path):
+    """Item 8: with stderr not a terminal, a long sweep prints plain progress lines."""
+    env = {"NASBENCH_BERT_DATA": str(data_dir), "NASBENCH_BERT_PROGRESS_SECONDS": "0"}
+    r = _cli("proxies", "compute", "--ids", "0-2", "--proxies", "num_params", "--out", str(tmp_path / "p.csv"), env=env)
+    assert r.returncode == 0, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if "proxies" in ln and "/3" in ln]
+    assert lines and "\x1b[" not in r.stderr, r.stderr  # plain lines, no terminal control codes
+
+
 def test_cli_ctrl_c_is_one_line_and_130(data_dir, tmp_path):
     env = {**os.environ, "NASBENCH_BERT_DATA": str(data_dir)}
     p = subprocess.Popen([sys.executable, "-m", "nasbench_bert.cli", "search", "compare", "--seeds", "20000", "--budget",
