@@ -41,6 +41,7 @@ from .filters import FILTER_FIELDS, filter_mask
 from .keys import KeyIndex
 from .measured import MeasuredHardware
 from .results import FlexiBERTResult
+from ..vocabulary import BenchmarkLike
 
 if TYPE_CHECKING:  # heavy (scipy), imported only when a surrogate is asked for
     from ..surrogate import Surrogate, SurrogateResult
@@ -358,7 +359,7 @@ def _deprecated(old: str, new: str) -> None:
                   stacklevel=3)
 
 
-def ensure_benchmark(bench: Any, archs: Sequence[Any] | None = None) -> Any:
+def ensure_benchmark(bench: BenchmarkLike | None, archs: Sequence[Any] | None = None) -> BenchmarkLike | None:
     """``bench``, checked (:func:`~nasbench_bert.checks.check_bench`); or, when it is None,
     ``Benchmark.load(progress=False)`` - loaded once, and only when needed: always without
     ``archs``, else only when ``archs`` holds a benchmark id (ids are rows of a benchmark;
