@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import ROOT
 from studies import leaderboard as lbm  # studies/ sits beside the package, outside the wheel (conftest puts the root on sys.path)
 
 
@@ -83,3 +84,36 @@ def test_partial_ci_separates_information_from_size():
     assert lo < 0.05 and hi > -0.05 and hi - lo < 0.2
     with pytest.raises(KeyError):
         lbm._partial_ci(vals, "missing", flex, bootstrap=100)
+
+
+def test_proxies_page_table_is_the_leaderboards():
+    """docs/proxies.md quotes the leaderboard by hand: every figure of its as-trained table
+    must be the leaderboard's (docs/leaderboard.json), to three decimals."""
+    import json
+    import re
+
+    rows = json.loads((ROOT / "docs" / "leaderboard.json").read_text())["leaderboard"]
+    names = {"depth_then_width": ("depth_then_width", "trivial baseline (spec)"),
+             "depth_width_then_size": ("depth_width_then_size", "trivial baseline (spec)"),
+             "depth": ("depth", "trivial baseline (spec)"),
+             "head softmax confidence": ("head_softmax_confidence", "live"),
+             "SEPT over every Linear": ("sept_all_linear", "live"), "activation distance": ("activation_distance", "live"),
+             "head confidence": ("head_confidence", "live"), "FLOPs": ("flops", "live"),
+             "parameter count, as trained": ("num_params_as_trained", "analytic count"), "NASWOT": ("naswot", "live"),
+             "SEPT (blocks": ("sept", "live"), "NTSR": ("ntsr", "live"), "NTKT": ("ntkt", "live")}
+    page = (ROOT / "docs" / "proxies.md").read_text().split("| score | τ-b", 1)[1].split("\n\n", 1)[0]
+    checked = 0
+    for line in page.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        key = next(k for k in sorted(names, key=len, reverse=True) if k in cells[0])
+        proxy, source = names[key]
+        r = next(r for r in rows if r["proxy"] == proxy and r["source"] == source and r["semantics"] == "as_trained")
+        for cell, cols in zip(cells[1:], (("kendall_tau", "tau_ci_low", "tau_ci_high"),
+                                          ("tau_tiebroken", "tau_tiebroken_ci_low", "tau_tiebroken_ci_high"),
+                                          ("tau_within_cell", "tau_within_cell_ci_low", "tau_within_cell_ci_high"),
+                                          ("partial_tau_given_params",))):
+            nums = [float(x.replace("−", "-")) for x in re.findall(r"[−-]?\d+\.\d+", cell)]
+            for v, c in zip(nums, cols):
+                assert v == pytest.approx(float(r[c]), abs=6e-4), (key, c, v, r[c])
+                checked += 1
+    assert checked >= 40
