@@ -197,7 +197,7 @@ def flexibert_table(entries: list[dict[str, Any]]) -> pa.Table:
         b"num_params_seed_compat": b"semantics authors (old name seed_compat): the authors' PyTorch proxy model, on which the stored proxies were computed; equals the stored 'Number of Parameters'",
         b"num_params_as_trained": b"semantics as_trained: the encoder the authors' TensorFlow code built and trained (equals its trainable variables for all 500 archs)",
         b"operations": b"The authors' TensorFlow code compared operation types with 'is', so every layer was trained as scaled dot-product attention (semantics as_trained; see docs/errata.md)",
-        b"tasks": b"GLUE dev scores x100: cola=MCC, stsb=Spearman, others accuracy; glue = release mean of the 8 tasks",
+        b"tasks": b"GLUE dev scores x100: cola=MCC, stsb=Pearson (the authors' scorer), others accuracy; glue = release mean of the 8 tasks",
     }
     return pa.table(cols).replace_schema_metadata(meta)
 
