@@ -177,3 +177,25 @@ def test_sparse_path_equals_the_dense_quadratic_forms(monkeypatch):
     assert (got.value, got.ci_low, got.ci_high) == pytest.approx((want.value, want.ci_low, want.ci_high), abs=1e-10)
     const = M.rank_metrics(np.ones(n), y, ctx, bootstrap=3)
     assert const["tau_tiebroken"].value == 0.0 and math.isnan(const["kendall_tau"].value)
+
+
+def test_top_k_precision_is_the_expectation_over_tie_breaks_and_ignores_row_order():
+    """With ties at the k-th place the top k is not defined by the values: the figure is
+    the expected overlap under random tie-breaking (checked by enumeration here), so it
+    cannot depend on how the rows happen to be ordered."""
+    import itertools
+
+    x = np.array([3.0, 2, 2, 2, 1, 0, 0, 5, 4, 2])  # k = 1 at 10 %: no tie; 30 %: k = 3, a 4-way tie at 2
+    y = np.array([9.0, 8, 1, 7, 6, 5, 4, 3, 2, 0])
+    for frac in (0.1, 0.3, 0.5):
+        k = max(1, int(round(frac * len(x))))
+        # enumerate every order of the tied values (a tiny jitter per permutation)
+        ties = np.flatnonzero(x == 2)
+        overlaps = []
+        for perm in itertools.permutations(range(len(ties))):
+            jx = x.copy()
+            jx[ties] += np.array(perm) * 1e-6
+            overlaps.append(len(set(np.argsort(-jx)[:k]) & set(np.argsort(-y)[:k])) / k)
+        assert M.top_k_precision(x, y, frac) == pytest.approx(np.mean(overlaps), abs=1e-12)
+        order = np.random.default_rng(1).permutation(len(x))
+        assert M.top_k_precision(x[order], y[order], frac) == pytest.approx(M.top_k_precision(x, y, frac), abs=1e-12)
