@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from ..checks import check_seed
 from ..errors import InvalidArgumentError
 from ..semantics import AS_SPECIFIED, AUTHORS, ProxyProtocol, Semantics
 from .inputs import BatchSpec
@@ -50,8 +51,7 @@ class Protocol:
             raise InvalidArgumentError(f"semantics = {self.semantics!r} is not allowed; allowed: a Semantics object")
         if not isinstance(self.batch, BatchSpec):
             raise InvalidArgumentError(f"batch = {self.batch!r} is not allowed; allowed: a BatchSpec")
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
-            raise InvalidArgumentError(f"seed = {self.seed!r} is not allowed; allowed: a non-negative integer")
+        check_seed("seed", self.seed, none=False)
 
     def with_batch(self, batch: BatchSpec | None = None, **fields: object) -> "Protocol":
         """The same protocol on another batch: a whole :class:`BatchSpec`, or the
