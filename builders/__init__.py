@@ -1,4 +1,4 @@
-"""Builders: regenerating benchmark entries, publishing tables, and the studies behind the docs.
+"""Builders: regenerating benchmark entries and publishing the tables.
 
 Installed as ``nasbench_bert.builders`` (the repository's top-level ``builders/`` folder):
 ``from nasbench_bert.builders import build_entry`` regenerates an entry (ELECTRA
@@ -7,10 +7,13 @@ for Hub corpora; ray for sweeps). The ``nasbench-bert`` command finds this packa
 subcommands (``build-entry``, ``publish``) through an entry point, so the core never
 imports it: the builders sit on top of the library, not inside it.
 
-* :mod:`.pretrain`, :mod:`.glue`, :mod:`.entry`, :mod:`.results` - regeneration;
-* :mod:`.publish` - uploading the tables to the Hugging Face Hub;
-* :mod:`.proxy_study`, :mod:`.errata`, :mod:`.analysis` - the studies whose results are
-  in ``docs/``.
+* :mod:`.corpus`, :mod:`.pretrain`, :mod:`.glue`, :mod:`.entry`, :mod:`.results` -
+  regeneration, following the authors' training recipe step for step;
+* :mod:`.hardware` - measuring the hardware table of the 500 archs;
+* :mod:`.publish` - uploading the tables to the Hugging Face Hub.
+
+The studies whose results are in ``docs/`` live in the checkout's ``studies/`` folder,
+outside the wheel (the packaging test checks that none is shipped).
 """
 
 from __future__ import annotations
