@@ -15,6 +15,11 @@
    decoder-logit one: with the PTB vocabulary, live vs stored and against PTB test loss;
    against WikiText-2 test loss.
 
+The ``"all"`` group includes the trivial baselines (FlexiBERT: depth, hidden size, total
+heads, the lexicographic rules, the parameter counts; NAS-Bench-NLP: the recipe's
+parameters, nodes and Linear nodes), so every table carries them as rows, under every
+metric of :func:`nasbench_bert.scoring.score` with 95 % bootstrap intervals.
+
 Old part names still work: ``seed_compat`` = ``authors``, ``faithful`` = ``as_specified``.
 
 Every value is cached per arch (``--cache``), so an interrupted study resumes.
