@@ -28,3 +28,32 @@ def test_quickstart_runs_and_prints_its_comment(data_dir, monkeypatch):
     first = out.getvalue().splitlines()[0]
     promised = re.search(r"print\(r\.glue.*#\s*(.+)", code).group(1).strip()
     assert first == promised
+
+
+README = (ROOT / "README.md").read_text()
+
+
+def test_cli_block_is_one_command_per_line_and_help_points_to_real_sections():
+    """Item 9 of issue 24: the README's CLI block reads as commands, not a pipeline, and
+    every 'docs/<page>.md <section>' the CLI's help names exists."""
+    import re
+
+    from nasbench_bert.cli import build_parser
+
+    block = README.split("## Command line", 1)[1].split("```", 2)[1]
+    lines = [ln for ln in block.splitlines() if ln.strip()]
+    assert lines and all(ln.startswith("nasbench-bert ") for ln in lines), lines
+    assert not any(re.search(r"\s\|\s", ln.split("#", 1)[0]) for ln in lines)  # no '|' outside the comments
+    helps = " ".join(a.help or "" for a in build_parser()._actions)
+    refs = re.findall(r"docs/(\w+)\.md '([^']+)'", helps)
+    assert refs
+    for page, section in refs:
+        headings = [h.replace("`", "") for h in re.findall(r"^#+ (.+)$", (ROOT / "docs" / f"{page}.md").read_text(), re.M)]
+        assert section in headings, (page, section, headings)
+
+
+def test_one_install_command_for_the_hpo_extra():
+    """The [hpo] extra is installed one way in the README and the integrations page."""
+    docs = (ROOT / "docs" / "integrations.md").read_text()
+    assert "pip install 'nasbench-bert[hpo]'" in docs and "'.[torch,build,test,docs,hpo]'" in README
+    assert "--no-deps" not in docs and "xgboost" not in docs.split("pip install", 1)[1].split("\n", 1)[0]
