@@ -425,3 +425,17 @@ def test_15_kill_between_renames_is_recovered(data_dir, tmp_path, monkeypatch):
     assert not (d / "v1").exists() and list(d.glob(".v1.old-*"))
     DataDir.open(d).verify_all()  # the good copy is put back on the next read
     assert (d / "v1").exists() and not list(d.glob(".v1.old-*"))
+
+
+def test_a_part_holding_more_proxies_returns_only_those_asked_for(tmp_path, bench):
+    """A cache filled by a wider sweep answers a narrower one with the narrower columns:
+    values of proxies nobody asked for never leak into the frame (a study reading a shared
+    cache would otherwise score half-filled columns)."""
+    from nasbench_bert import proxies
+
+    small = {"batch_size": 2, "seq_len": 8}
+    wide = proxies.compute([0], ["num_params", "flops"], bench=bench, batch=small, cache=tmp_path)
+    narrow = proxies.compute([0, 1], ["num_params"], bench=bench, batch=small, cache=tmp_path)
+    assert narrow.cached.tolist() == [True, False] and "flops" in wide
+    assert "flops" not in narrow and not any(c.startswith("flops__") for c in narrow.columns)
+    assert narrow.num_params.iloc[0] == wide.num_params.iloc[0]

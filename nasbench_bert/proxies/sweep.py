@@ -231,8 +231,16 @@ def compute(
     how = SweepRun(executor, jobs, ray_address,
                    label=(lambda todo, hits: f"{space} proxies ({todo} to compute, {hits} cached)") if progress else None)
     done = run_sweep(_work, tasks, cache_parts, _finish, how)
-    rows = [{**row, **t.ident, "cached": True} if hit else {**row, "cached": False} for t, (row, hit) in zip(tasks, done)]
+    others = set(registry.REGISTRY[space]) - set(names)  # a part may hold more proxies than were asked for
+    rows = [{**_only(row, others), **t.ident, "cached": True} if hit else {**row, "cached": False}
+            for t, (row, hit) in zip(tasks, done)]
     return _frame(rows, names, combined)
+
+
+def _only(row: dict[str, Any], others: set[str]) -> dict[str, Any]:
+    """A cached row without the proxies it holds beyond those asked for (their values, per-layer
+    values and timings): every call returns the same columns, however its parts were filled."""
+    return {k: v for k, v in row.items() if k.split("__", 1)[0] not in others}
 
 
 def _frame(rows: list[dict[str, Any]], names: Sequence[str], combined: list[str]) -> pd.DataFrame:
