@@ -9,6 +9,7 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,3 +81,19 @@ def wt2_logs() -> list[dict]:
                 d["_log_name"] = Path(name).name
                 logs.append(d)
     return logs
+
+
+# -- reference runs must not pass by skipping ------------------------------------------------
+# The reference tests skip where their inputs are missing (the authors' code, TensorFlow,
+# transformers==4.30.2), so that the README's test command runs anywhere. In the reference
+# venv that .ci/run builds every input is present, and a skip there would be a broken
+# environment looking green: with NASBENCH_BERT_REQUIRE_REFERENCE=1 (set by .ci/run) a
+# skipped reference test fails.
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and os.environ.get("NASBENCH_BERT_REQUIRE_REFERENCE") == "1" and item.get_closest_marker("reference"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"reference test skipped in the reference venv (NASBENCH_BERT_REQUIRE_REFERENCE=1): {reason}"
