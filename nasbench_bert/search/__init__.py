@@ -11,11 +11,11 @@
 """
 
 from .algorithms import ALGORITHMS, register
-from .oracle import ORACLES, Oracle, RegeneratedOracle, SurrogateOracle, TabularOracle, make_oracle
+from .oracle import ORACLES, EvaluationRecord, Oracle, RegeneratedOracle, SurrogateOracle, TabularOracle, make_oracle
 from .runner import Trajectory, compare, plot_comparison, run
 
 #: the 0.1 name of :data:`ORACLES`
 MODES = ORACLES
 
 __all__ = ["run", "compare", "plot_comparison", "Trajectory", "register", "ALGORITHMS", "ORACLES", "MODES", "Oracle",
-           "TabularOracle", "SurrogateOracle", "RegeneratedOracle", "make_oracle"]
+           "TabularOracle", "SurrogateOracle", "RegeneratedOracle", "make_oracle", "EvaluationRecord"]

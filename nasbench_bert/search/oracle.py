@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -49,6 +51,38 @@ ORACLES: tuple[str, ...] = ORACLE_KINDS
 FINAL_STEPS = 100_000
 
 
+@dataclass(frozen=True)
+class EvaluationRecord(Mapping[str, Any]):
+    """One evaluation of a search, as its oracle recorded it (:attr:`Oracle.evaluations`,
+    :attr:`~nasbench_bert.search.Trajectory.evaluations`).
+
+    A typed record that still reads like the dict it replaces (``e["glue"]``,
+    ``"steps" in e``, ``dict(e)``), so code written against the dicts keeps working;
+    ``steps`` is a key only for an evaluation asked at another fidelity."""
+
+    evaluation: int
+    seconds: float
+    glue: float
+    best_glue: float
+    arch: Arch
+    predicted: bool
+    steps: int | None = None
+
+    def _names(self) -> list[str]:
+        return [f.name for f in fields(self) if f.name != "steps" or self.steps is not None]
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._names():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
 class Oracle(ABC):
     """Answers GLUE for archs and charges their simulated cost to :attr:`budget`."""
 
@@ -62,7 +96,7 @@ class Oracle(ABC):
         self.bench = check_bench(bench)
         self.budget = budget if budget is not None else Budget()
         #: one record per evaluation: evaluation, seconds (budget spent), glue, best_glue, arch, predicted
-        self.evaluations: list[dict[str, Any]] = []
+        self.evaluations: list[EvaluationRecord] = []
         #: wall seconds spent computing live proxies for this oracle's user (ETAS)
         self.proxy_seconds = 0.0
         #: where evaluations are reported as they happen (set by ``search.run(progress=True)``)
@@ -126,12 +160,9 @@ class Oracle(ABC):
             return None
         g = self.glue(arch) if steps is None else self.glue_at(arch, steps)
         self.budget.charge(self.cost(arch) if steps is None else self.cost_at(arch, steps))
-        best = max(self.evaluations[-1]["best_glue"] if self.evaluations else -math.inf, g)
-        rec = {"evaluation": len(self.evaluations) + 1, "seconds": self.budget.time_spent, "glue": g,
-               "best_glue": best, "arch": arch, "predicted": self.predicted}
-        if steps is not None:
-            rec["steps"] = steps
-        self.evaluations.append(rec)
+        best = max(self.evaluations[-1].best_glue if self.evaluations else -math.inf, g)
+        self.evaluations.append(EvaluationRecord(len(self.evaluations) + 1, self.budget.time_spent, g, best, arch,
+                                                 self.predicted, steps))
         if self.progress is not None:
             self.progress.advance()
         return g

@@ -20,7 +20,7 @@ from ..checks import check_bench, check_bool, check_choice, check_seed
 from ..errors import InvalidArgumentError
 from ..spaces.flexibert import Arch
 from .algorithms import ALGORITHMS, parameters
-from .oracle import ORACLES, Oracle, make_oracle
+from .oracle import ORACLES, EvaluationRecord, Oracle, make_oracle
 from ..progress import Progress
 from ..vocabulary import BenchmarkLike
 
@@ -32,7 +32,7 @@ class Trajectory:
     algorithm: str
     seed: int
     oracle: str
-    evaluations: list[dict[str, Any]] = field(default_factory=list)
+    evaluations: list[EvaluationRecord] = field(default_factory=list)
     proxy_seconds: float = 0.0
 
     @property
@@ -49,7 +49,7 @@ class Trajectory:
         return max(self.evaluations, key=lambda e: e["glue"])["arch"] if self.evaluations else None
 
     def to_pandas(self) -> pd.DataFrame:
-        df = pd.DataFrame(self.evaluations)
+        df = pd.DataFrame([dict(e) for e in self.evaluations])
         if not df.empty:
             df["arch"] = df["arch"].map(str)
         return df
