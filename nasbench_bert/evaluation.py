@@ -46,6 +46,7 @@ from .data.tables import GLUE_TASKS
 from .errors import InvalidArgumentError
 from .executors import check_executor
 from .semantics import SEMANTICS, Semantics, get_semantics
+from .sweep import PartCache
 from .proxies import registry
 from .proxies.baselines import analytic_values, trivial_names
 from .proxies.callables import ProxyReturnError, register_callable
@@ -402,14 +403,10 @@ def evaluate(
 
 
 def _cache_dir(cache: Any) -> Path | None:
-    if cache is None:
-        return None
-    if not isinstance(cache, (str, os.PathLike)):
-        raise InvalidArgumentError(f"cache = {cache!r} is not allowed; allowed: a folder path or None")
-    cache_dir = Path(cache)
-    if cache_dir.exists() and not cache_dir.is_dir():
-        raise InvalidArgumentError(f"cache = {str(cache)!r} is a file; allowed: a folder (created if missing)")
-    return cache_dir
+    """The evaluation's cache folder, checked the sweep engine's way before any work (each
+    benchmark's parts go in a subfolder of it)."""
+    parts = PartCache.open(cache, "parquet", "arch")
+    return None if parts is None else parts.folder
 
 
 def _benchmarks(benchmarks: Any, name: str) -> list[str]:
