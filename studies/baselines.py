@@ -18,7 +18,6 @@ a test checks that the page equals the rendering and recomputes a sample of the 
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 from pathlib import Path
 from typing import Any
@@ -180,16 +179,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--render-only", action="store_true", help="re-render the page from its JSON")
     a = ap.parse_args(argv)
     from nasbench_bert import Benchmark
-    from nasbench_bert.atomic import atomic_write
+
+    from studies.pages import stored_or_computed, write_page
 
     out = Path(a.out)
-    if a.render_only:
-        summary = json.loads(out.with_suffix(".json").read_text())
-    else:
-        summary = summarize(Benchmark.load(progress=False), a.bootstrap, a.nlp_bootstrap)
-        atomic_write(out.with_suffix(".json"), json.dumps(summary, indent=1, sort_keys=True, default=float) + "\n")
-    atomic_write(out, render(summary))
-    print(f"wrote {out} and {out.with_suffix('.json')}")
+    summary = stored_or_computed(out, a.render_only,
+                                 lambda: summarize(Benchmark.load(progress=False), a.bootstrap, a.nlp_bootstrap))
+    write_page(out, summary, render, default=float)
     return 0
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -486,16 +485,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", default=str(DOC), help="the page to write (its JSON goes beside it)")
     ap.add_argument("--render-only", action="store_true", help="rewrite the page from its JSON; compute nothing")
     args = ap.parse_args(argv)
-    out = Path(args.out)
-    if args.render_only:
-        summary = json.loads(out.with_suffix(".json").read_text())
-    else:
-        summary = summarize(load_inputs(Path(args.cache)))
-    from nasbench_bert.atomic import atomic_write
+    from studies.pages import stored_or_computed, write_page
 
-    atomic_write(out.with_suffix(".json"), json.dumps(summary, indent=1, sort_keys=True) + "\n")
-    atomic_write(out, render(summary))
-    print(f"wrote {out} and {out.with_suffix('.json')}")
+    out = Path(args.out)
+    write_page(out, stored_or_computed(out, args.render_only, lambda: summarize(load_inputs(Path(args.cache)))), render)
 
 
 if __name__ == "__main__":

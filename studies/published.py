@@ -449,26 +449,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--jobs", type=int, default=1, help="worker processes for the model-based sweeps")
     ap.add_argument("--render-only", action="store_true", help="rewrite the page from its JSON; compute nothing")
     args = ap.parse_args(argv)
-    out = Path(args.out)
-    if args.render_only:
-        summary = json.loads(out.with_suffix(".json").read_text())
-    else:
+    from studies.pages import stored_or_computed, write_page
+
+    def computed() -> dict[str, Any]:
         from nasbench_bert import Benchmark
 
         bench = Benchmark.load()
         ids = tuple(range(0, 500, 12)) if args.small else tuple(range(500))
         batch_ids = tuple(ids[::4]) if args.small else BATCH_IDS
         sweep_ids = ids if args.small else SWEEP_IDS
-        cache = Path(args.cache)
-        values = compute(cache, ids, batch_ids, sweep_ids, bench, jobs=args.jobs)
-        glue = dict(zip(bench.to_pandas()["id"], bench.to_pandas()["glue"]))
-        summary = summarize(values, glue, small=args.small)
-    from nasbench_bert.atomic import atomic_write
+        values = compute(Path(args.cache), ids, batch_ids, sweep_ids, bench, jobs=args.jobs)
+        table = bench.to_pandas()
+        return summarize(values, dict(zip(table["id"], table["glue"])), small=args.small)
 
-    text = json.dumps(summary, indent=1, sort_keys=True) + "\n"
-    atomic_write(out.with_suffix(".json"), text)
-    atomic_write(out, render(json.loads(text)))  # the page is the rendering of the JSON as stored (key order too)
-    print(f"wrote {out} and {out.with_suffix('.json')}")
+    out = Path(args.out)
+    write_page(out, stored_or_computed(out, args.render_only, computed), render)
 
 
 if __name__ == "__main__":
