@@ -65,7 +65,7 @@ class LearningCurves:
         if final.id is None:
             raise NotEvaluatedError(f"{final.arch} is not a benchmark arch, so it has no learning curve")
         c = self.frame(final.id)
-        if not is_int(steps) or isinstance(steps, bool) or (c["steps"] == steps).sum() == 0:
+        if not is_int(steps) or (c["steps"] == steps).sum() == 0:
             raise InvalidArgumentError(f"steps = {steps!r} is not on the curve; allowed values: {c['steps'].tolist()}")
         rec = c[c["steps"] == steps].iloc[0]
         if rec["status"] == "lost":

@@ -16,12 +16,12 @@ import pandas as pd
 from ..checks import is_int
 from ..errors import InvalidArgumentError
 from ..semantics import DEFAULT_SPEC_SEMANTICS, PARAM_COLUMNS, SemanticsLike, get_semantics
+from ..spaces.flexibert import HIDDEN_SIZES, LAYER_COUNTS, OPERATION_TYPES, OPERATIONS
 
 #: what ``contains`` / ``only`` accept: an operation type, or a type and its parameter
-OPERATION_FILTERS: tuple[str, ...] = ("SA", "LT", "DSC", "SA-SDP", "SA-WMA", "LT-DFT", "LT-DCT", "DSC-5", "DSC-9")
+OPERATION_FILTERS: tuple[str, ...] = (*OPERATION_TYPES, *(f"{t}-{p}" for t, p in OPERATIONS))
 FILTER_FIELDS: tuple[str, ...] = ("hidden_size", "num_layers", "contains", "only", "min_params", "max_params", "semantics")
-_GLOBALS: tuple[tuple[str, tuple[int, ...]], ...] = (("hidden_size", (128, 256)), ("num_layers", (2, 4)))
-_MAX_LAYERS = 4
+_MAX_LAYERS = max(LAYER_COUNTS)
 
 
 def filter_mask(df: pd.DataFrame, *, hidden_size: int | Sequence[int] | None = None,
@@ -31,8 +31,7 @@ def filter_mask(df: pd.DataFrame, *, hidden_size: int | Sequence[int] | None = N
     """A boolean mask over ``df``'s rows that meet every given condition (see
     :meth:`nasbench_bert.Benchmark.filter`); a bad value names its field."""
     mask = np.ones(len(df), dtype=bool)
-    for name, allowed in _GLOBALS:
-        val = {"hidden_size": hidden_size, "num_layers": num_layers}[name]
+    for name, val, allowed in (("hidden_size", hidden_size, HIDDEN_SIZES), ("num_layers", num_layers, LAYER_COUNTS)):
         if val is not None:
             mask &= df[name].isin(_global_values(name, val, allowed)).to_numpy()
     present = np.stack([df[f"l{i}_op"].notna().to_numpy() for i in range(_MAX_LAYERS)], axis=1)

@@ -30,6 +30,8 @@ import pandas as pd
 import pyarrow as pa
 
 from ..checks import check_bench, check_seed, is_int
+from ..data.entries import read_entries
+from ..data.resolve import load_data
 from ..data.tables import GLUE_TASKS, DataDir
 from ..errors import DataIntegrityError, InvalidArgumentError, NotEvaluatedError
 from ..semantics import DEFAULT_SPEC_SEMANTICS, SemanticsLike
@@ -104,8 +106,6 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
         *What else* - ``results``: a folder of regenerated entries loaded alongside
         (:meth:`attach_results`; ``strict_results`` refuses any bad entry).
         """
-        from ..data.resolve import load_data
-
         if results is not None and not isinstance(results, (str, os.PathLike)):
             raise InvalidArgumentError(f"results = {results!r} is not allowed; allowed: a folder (str or path) or None")
         data = load_data(path, source=source, repo_id=repo_id, revision=revision, endpoint=endpoint, token=token,
@@ -242,8 +242,6 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
         from them (``source="regenerated"``); for an arch the release has, the bundled
         result stays the answer of :meth:`query` and :meth:`query_all` returns both.
         """
-        from ..data.entries import read_entries
-
         if not isinstance(strict, bool):
             raise InvalidArgumentError(f"strict = {strict!r} is not allowed; allowed: True or False")
         good, bad = read_entries(path)
@@ -368,6 +366,6 @@ def ensure_benchmark(bench: BenchmarkLike | None, archs: Sequence[Any] | None = 
     nothing below them loads a benchmark."""
     if bench is not None:
         return check_bench(bench)
-    if archs is None or any(is_int(a) and not isinstance(a, bool) for a in archs):
+    if archs is None or any(is_int(a) for a in archs):
         return Benchmark.load(progress=False)
     return None

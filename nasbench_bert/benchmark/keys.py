@@ -97,7 +97,7 @@ class KeyIndex:
                 k if t is int and 0 <= k < n and ids[k] == k else None)
             if r is None:
                 try:
-                    r = self.rows(k)[0]
+                    r = self.row(k)
                 except NotEvaluatedError:
                     if not drop:
                         raise
@@ -147,7 +147,7 @@ def flexibert_keys(archs: Iterable[Any], bench: BenchmarkLike | None = None) -> 
     or release dicts).
 
     Ids are rows of a benchmark, so they need ``bench``; the public functions that take
-    arch lists load it once at their boundary (:func:`nasbench_bert.checks.bench_or_load`)
+    arch lists load it once at their boundary (:func:`nasbench_bert.benchmark.flexibert.ensure_benchmark`)
     and pass it here. Without one, ids are refused with a message saying so.
     """
     if isinstance(archs, (str, bytes, dict)) or not isinstance(archs, Iterable):

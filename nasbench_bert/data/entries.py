@@ -53,9 +53,7 @@ def parse_entry(path: Path) -> RegeneratedEntry:
     if not path.is_file():
         raise ValueError("not a file")
     e = json.loads(path.read_text(encoding="utf-8"))
-    validate_entry(e)
-    mo = e["hparams"]["model_hparam_overrides"]
-    arch = Arch.from_release({"hidden_size": mo["hidden_size"], "nas_config": mo["nas_config"]})
+    arch = validate_entry(e)
     recipe = e.get("recipe")
     key = recipe.get("key") if isinstance(recipe, dict) else None
     stem = entry_stem(arch, key)

@@ -36,12 +36,13 @@ def validate(instance: Any, name: str) -> None:
         raise InvalidArgumentError(f"{name.replace('_', ' ')} field {where}: {e.message}") from None
 
 
-def validate_entry(entry: Any) -> None:
+def validate_entry(entry: Any) -> Arch:
     """Raise ``ValueError`` naming the field when ``entry`` is not a valid benchmark entry
     (the release's JSON form plus this package's fields; ``flexibert_entry.schema.json``).
-    The arch itself is then checked by the search space's own validator."""
+    The arch itself is then checked by the search space's own validator, and returned so
+    that a reader need not parse it again."""
     validate(entry, "flexibert_entry")
-    Arch.from_release(entry["hparams"]["model_hparam_overrides"])
+    return Arch.from_release(entry["hparams"]["model_hparam_overrides"])
 
 
 @lru_cache(maxsize=None)

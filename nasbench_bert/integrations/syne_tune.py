@@ -55,6 +55,7 @@ from syne_tune.blackbox_repository.blackbox_tabular import serialize as _st_seri
 from syne_tune.blackbox_repository.serialize import deserialize_metadata
 from syne_tune.config_space import choice, randint
 
+from ..benchmark.curves import FINAL_STEPS
 from ..checks import check_bench, check_int, check_nlp_bench, is_real
 from ..data.tables import GLUE_TASKS
 from ..errors import DataIntegrityError, InvalidArgumentError
@@ -75,7 +76,6 @@ INACTIVE: dict[str, Any] = {k: v[0] for k, v in _CHOICES.items()}
 #: the 18 flat hyperparameter names, in table column order
 FLAT_KEYS: tuple[str, ...] = ("hidden_size", "num_layers",
                               *(f"layer{i}_{k}" for i in range(MAX_LAYERS) for k in LAYER_KEYS))
-FINAL_STEPS = 100_000
 #: curve checkpoints left out: their stored values are the 500,000 / 1,000,000-step files
 #: (see :mod:`nasbench_bert.surrogate.fidelity`)
 BROKEN_CURVE_STEPS = (50_000, 100_000)

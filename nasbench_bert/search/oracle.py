@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..benchmark.budget import Budget
+from ..benchmark.curves import FINAL_STEPS
 from ..checks import check_bench, check_choice, check_seed
 from ..errors import InvalidArgumentError
 from ..spaces.flexibert import (
@@ -47,8 +48,6 @@ from ..progress import Progress
 from ..vocabulary import ORACLE_KINDS, BenchmarkLike
 
 ORACLES: tuple[str, ...] = ORACLE_KINDS
-#: the benchmark's own fidelity: a query without ``steps`` is a 100,000-step run
-FINAL_STEPS = 100_000
 
 
 @dataclass(frozen=True)
