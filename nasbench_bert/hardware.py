@@ -323,14 +323,15 @@ def measure_many(
     st = settings or MeasureSettings()
     sems = _semantics_list(semantics)
     parts = PartCache.open(cache, "json", "model")
-    if parts is not None:
-        parts.folder.mkdir(parents=True, exist_ok=True)
     if shuffle_seed is not None:
         shuffle_seed = check_seed("shuffle_seed", shuffle_seed)
     archs = list(archs) if isinstance(archs, Iterable) and not isinstance(archs, (str, bytes, dict)) else archs
     items = flexibert_keys(archs, ensure_benchmark(bench, archs if isinstance(archs, list) else ()))
     rows_key = [(ident, a, sem.name, model_key(sem.plan(a))) for ident, a in items for sem in sems]
-    tasks = list({(s, k): HardwareTask(s, k, str(a), st) for _, a, s, k in rows_key}.values())
+    first: dict[tuple[str, str], HardwareTask] = {}  # each model is measured on the first arch that has it
+    for _, a, s, k in rows_key:
+        first.setdefault((s, k), HardwareTask(s, k, str(a), st))
+    tasks = list(first.values())
     how = SweepRun(executor, jobs, ray_address, num_cpus=st.threads, shuffle_seed=shuffle_seed,
                    label=(lambda todo, hits: f"hardware ({todo} models to measure, {hits} cached)") if progress else None)
     done = run_sweep(_work, tasks, parts, lambda t, row: row, how)

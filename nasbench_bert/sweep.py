@@ -73,6 +73,11 @@ class PartCache:
         folder = Path(cache)
         if folder.exists() and not folder.is_dir():
             raise InvalidArgumentError(f"cache = {str(cache)!r} is a file; allowed: a folder (created if missing)")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise InvalidArgumentError(f"cache = {str(cache)!r} cannot be created ({e.strerror or e}); "
+                                       "allowed: a folder you can write to") from None
         return cls(folder, format, unit)
 
     def path(self, identity: Sequence[Any]) -> Path:
@@ -102,7 +107,6 @@ class PartCache:
     def write(self, task: SweepTask, row: Row) -> None:
         """Store ``row`` as ``task``'s part, atomically."""
         path = self.path(task.identity())
-        self.folder.mkdir(parents=True, exist_ok=True)
         try:
             _WRITERS[self.format](path, row)
         except IsADirectoryError:

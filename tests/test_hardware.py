@@ -98,7 +98,7 @@ def test_settings_fuzz(seq, threads, reps, batches):
         assert hw.settings_from_row({"settings": s.key}) == s
 
 
-def test_sweep_dedupes_models_and_resumes(bench, tmp_path):
+def test_sweep_dedupes_models_and_resumes(bench, tmp_path, monkeypatch):
     """Archs the trained model cannot tell apart (the operations differ; every layer was
     trained as attention) are measured once; a second sweep reads everything from the
     cache; a damaged part is measured again."""
@@ -108,8 +108,12 @@ def test_sweep_dedupes_models_and_resumes(bench, tmp_path):
     ids = next(v[:2] for v in keys.values() if len(v) > 1 and bench.query(v[0]).arch != bench.query(v[1]).arch)
     assert len(ids) == 2 and bench.query(ids[0]).arch != bench.query(ids[1]).arch
     cache = tmp_path / "cache"
+    measured: list[str] = []
+    real = hw.measure
+    monkeypatch.setattr(hw, "measure", lambda a, *args, **kw: measured.append(str(a)) or real(a, *args, **kw))
     first = hw.measure_many(ids, "as_trained", settings=TINY, bench=bench, cache=cache)
     assert list(first["shared"]) == [False, True] and first["model_key"].nunique() == 1
+    assert measured == [str(bench.query(ids[0]).arch)]  # measured on the row not marked shared
     assert len(list(cache.iterdir())) == 1
     again = hw.measure_many(ids, "as_trained", settings=TINY, bench=bench, cache=cache)
     assert again["cached"].all() and list(again["latency_b1_ms"]) == list(first["latency_b1_ms"])
