@@ -55,6 +55,7 @@ from .checks import check_choice, check_int, check_names, check_real, check_seed
 from .data.tables import FLEXIBERT_PROXY_COLUMNS, GLUE_TASKS, NLP_PROXY_COLUMNS
 from .errors import InvalidArgumentError
 from .proxies import baselines as _baselines  # torch-free: registers the trivial spec baselines
+from .proxies import nsc as _nsc  # noqa: F401  (torch-free: registers the NSC and ZeroLM closed forms)
 from .proxies import registry  # torch-free: the declarations, not the proxies
 from .semantics import AS_SPECIFIED
 from .sizes import flexibert_num_params, nlp_num_params
@@ -101,12 +102,6 @@ def strata_tau(x: np.ndarray, y: np.ndarray, z: np.ndarray, n_strata: int = 5) -
                 num += t * m.sum()
                 den += m.sum()
     return num / den if den else float("nan")
-
-
-def top_k_precision(x: np.ndarray, y: np.ndarray, frac: float = 0.1) -> float:
-    """Share of the true top ``frac`` (by y) that the proxy also puts in its top ``frac``."""
-    k = max(1, int(round(frac * len(x))))
-    return len(set(np.argsort(-x)[:k]) & set(np.argsort(-y)[:k])) / k
 
 
 def _bootstrap(x: np.ndarray, y: np.ndarray, n: int, seed: int) -> tuple[float, float, float, float]:
@@ -289,8 +284,7 @@ def _score_column(df: pd.DataFrame, c: str, y: np.ndarray, ctx: metrics.RankCont
     # τ-b's and ρ's intervals come from the same resamples as every other metric's
     # (the rows and the seed of _bootstrap, so the same numbers; tested)
     row.update(tau_ci_low=new.pop("kendall_tau_ci_low"), tau_ci_high=new.pop("kendall_tau_ci_high"),
-               rho_ci_low=new.pop("spearman_rho_ci_low"), rho_ci_high=new.pop("spearman_rho_ci_high"),
-               top10_precision=top_k_precision(x[m], y[m], top))
+               rho_ci_low=new.pop("spearman_rho_ci_low"), rho_ci_high=new.pop("spearman_rho_ci_high"))
     if z_raw is not None and mz.sum() >= 3 and c != control:
         row["partial_tau_given_params"] = partial_tau(x[mz], y[mz], z_raw[mz])
         row["strata_tau_given_params"] = strata_tau(x[mz], y[mz], z_raw[mz])
@@ -309,11 +303,14 @@ _SCORE_COLUMNS: tuple[str, ...] = (
 
 def _new_metrics(x: np.ndarray, y: np.ndarray, ctx: metrics.RankContext, bootstrap: int, seed: int, top: float
                  ) -> dict[str, float]:
-    """The metrics of :data:`NEW_METRICS` and the top-k interval for one score."""
+    """The metrics of :data:`NEW_METRICS` and top-k precision with its interval, for one
+    score (top-k is :func:`nasbench_bert.metrics.top_k_precision`, the expectation over
+    tie-breaks, so a score with ties gets the same figure whatever the row order)."""
     est = metrics.rank_metrics(x, y, ctx, bootstrap=bootstrap, seed=seed, top=top)
     flat = metrics.estimates_to_row({k: est[k] for k in NEW_METRICS})
     for k in ("kendall_tau", "spearman_rho"):
         flat[f"{k}_ci_low"], flat[f"{k}_ci_high"] = est[k].ci_low, est[k].ci_high
+    flat["top10_precision"] = est["top10_precision"].value
     flat["top10_precision_ci_low"] = est["top10_precision"].ci_low
     flat["top10_precision_ci_high"] = est["top10_precision"].ci_high
     return flat

@@ -183,11 +183,13 @@ def test_top_k_precision_is_the_expectation_over_tie_breaks_and_ignores_row_orde
     """With ties at the k-th place the top k is not defined by the values: the figure is
     the expected overlap under random tie-breaking (checked by enumeration here), so it
     cannot depend on how the rows happen to be ordered."""
-    import itertools
-
-    x = np.array([3.0, 2, 2, 2, 1, 0, 0, 5, 4, 2])  # k = 1 at 10 %: no tie; 30 %: k = 3, a 4-way tie at 2
+    # sorted: 5, 4, 3, 2, 2, 2, 2, 1, 0, 0. No tie at the cut for k = 1 (10 %) and k = 3
+    # (30 %); a 4-way tie at 2 straddles the cut for k = 4 (40 %) and k = 5 (50 %)
+    x = np.array([3.0, 2, 2, 2, 1, 0, 0, 5, 4, 2])
     y = np.array([9.0, 8, 1, 7, 6, 5, 4, 3, 2, 0])
-    for frac in (0.1, 0.3, 0.5):
+    rng = np.random.default_rng(1)
+    orders = [rng.permutation(len(x)) for _ in range(20)]
+    for frac, tied_cut in ((0.1, False), (0.3, False), (0.4, True), (0.5, True)):
         k = max(1, int(round(frac * len(x))))
         # enumerate every order of the tied values (a tiny jitter per permutation)
         ties = np.flatnonzero(x == 2)
@@ -196,6 +198,21 @@ def test_top_k_precision_is_the_expectation_over_tie_breaks_and_ignores_row_orde
             jx = x.copy()
             jx[ties] += np.array(perm) * 1e-6
             overlaps.append(len(set(np.argsort(-jx)[:k]) & set(np.argsort(-y)[:k])) / k)
+        assert (len(set(overlaps)) > 1) == tied_cut  # with a tie at the cut, the row order matters to argsort
         assert M.top_k_precision(x, y, frac) == pytest.approx(np.mean(overlaps), abs=1e-12)
-        order = np.random.default_rng(1).permutation(len(x))
-        assert M.top_k_precision(x[order], y[order], frac) == pytest.approx(M.top_k_precision(x, y, frac), abs=1e-12)
+        for order in orders:
+            assert M.top_k_precision(x[order], y[order], frac) == pytest.approx(M.top_k_precision(x, y, frac), abs=1e-12)
+
+
+def test_score_reports_the_tie_aware_top_k_whatever_the_row_order(bench):
+    """``scoring.score`` reports the same top-10 % precision as :func:`metrics.top_k_precision`
+    for a score with ties (the number of layers: two values), in table order and shuffled.
+    Before, ``score`` picked the top k by row order: 0.18 sorted by id, 0.16 shuffled."""
+    from nasbench_bert.scoring import score
+
+    df = bench.to_pandas()[["id", "num_layers", "glue"]].rename(columns={"num_layers": "depth"})
+    want = M.top_k_precision(df["depth"].to_numpy(float), df["glue"].to_numpy(float), 0.1)
+    assert 0.185 < want < 0.195  # between the two row-order answers, as an expectation must be
+    for frame in (df, df.sample(frac=1.0, random_state=3)):
+        got = score(frame, proxies=["depth"], control=None, bootstrap=0, bench=bench)
+        assert got["top10_precision"].iloc[0] == pytest.approx(want, abs=1e-12)

@@ -21,7 +21,8 @@ from nasbench_bert import parse_recipe, proxies  # noqa: E402
 from nasbench_bert.proxies import engine  # noqa: E402
 from nasbench_bert.proxies.bert import sept_value  # noqa: E402
 from nasbench_bert.proxies.common import cosine_score, covariance_score  # noqa: E402
-from nasbench_bert.scoring import strata_tau, top_k_precision  # noqa: E402
+from nasbench_bert.metrics import top_k_precision  # noqa: E402
+from nasbench_bert.scoring import strata_tau  # noqa: E402
 
 SMALL = {"batch_size": 2, "seq_len": 16}
 
