@@ -43,18 +43,15 @@ FLEX_ROWS: tuple[tuple[str, str, str], ...] = (
     ("head_importance", "head importance", "stored (release)"),
     ("jacobian_cosine", "Jacobian cosine", "stored (release)"),
 )
-ANALYTIC = ("depth_then_width", "depth_width_then_size", "depth", "hidden_size", "total_heads", "param_count",
-            "param_count_as_specified", "nsc", "zerolm")
+ANALYTIC = tuple(c for c, _, kind in FLEX_ROWS if not kind.startswith("stored"))
 METRIC_COLUMNS = ("kendall_tau", "tau_ci_low", "tau_ci_high", "tau_tiebroken", "tau_tiebroken_ci_low",
                   "tau_tiebroken_ci_high", "spearman_rho", "tau_pw10", "tau_within_cell", "tau_within_cell_ci_low",
                   "tau_within_cell_ci_high", "partial_tau_arch", "top10_precision", "n")
-NLP_BASELINES = ("recipe_num_params", "recipe_num_nodes", "recipe_num_linear")
 
 
 def flexibert_scores(bench: Any, bootstrap: int) -> pd.DataFrame:
     """Every FLEX_ROWS score against GLUE and the eight tasks (one row per score and target)."""
     from nasbench_bert.data.tables import GLUE_TASKS
-    from nasbench_bert.proxies import nsc as _nsc  # noqa: F401  (registers the NSC and ZeroLM closed forms)
     from nasbench_bert.scoring import baseline_values, score, stored_values
 
     stored, _ = stored_values("flexibert", bench)
@@ -69,18 +66,16 @@ def flexibert_scores(bench: Any, bootstrap: int) -> pd.DataFrame:
 def nlp_scores(bench: Any, bootstrap: int) -> pd.DataFrame:
     """NAS-Bench-NLP's stored proxies and the recipe baselines against -PTB test loss: over
     every run (the stored proxies), and over the runs with a public recipe (all of them)."""
-    from nasbench_bert.scoring import baseline_values, score, stored_values
+    from nasbench_bert.scoring import baseline_values, score, scoring_space, stored_values
 
     stored, target = stored_values("nlp", bench)
-    names = [c for c in stored.columns if c.startswith(("hidden_covariance", "synaptic", "jacobian", "activation",
-                                                        "head"))] + ["num_params"]
-    names = [c for c in dict.fromkeys(names) if c in stored and pd.api.types.is_numeric_dtype(stored[c])]
+    names = scoring_space("nlp").stored_columns(stored)  # the columns score_stored("nlp") scores
     every = score(stored, target, proxies=names, space="nlp", bench=bench, bootstrap=bootstrap)
     every["runs"] = "every PTB run"
     public = stored[stored["recipe"].notna()].reset_index(drop=True)
-    base = baseline_values(public, "nlp", bench=bench, names=NLP_BASELINES)
+    base = baseline_values(public, "nlp", bench=bench)  # the recipe baselines
     pub = pd.concat([public.drop(columns=[c for c in base.columns if c in public]), base], axis=1)
-    sub = score(pub, target, proxies=[*names, *NLP_BASELINES], space="nlp", bench=bench, bootstrap=bootstrap)
+    sub = score(pub, target, proxies=[*names, *base.columns], space="nlp", bench=bench, bootstrap=bootstrap)
     sub["runs"] = "PTB runs with a public recipe"
     cols = ["runs", "proxy", *[c for c in METRIC_COLUMNS if c in every]]
     return pd.concat([every[cols], sub[cols]], ignore_index=True)
