@@ -173,3 +173,14 @@ def test_baseline_values_errors(bench):
     # a row that is no arch gets NaN, not an error
     odd = scoring.baseline_values(pd.DataFrame({"arch": ["not an arch"]}), "flexibert", bench=bench)
     assert odd.isna().all().all()
+
+
+def test_published_closed_forms_score_without_a_prior_import(data_dir):
+    """``baseline_values(names=["nsc", "zerolm"])`` in a fresh interpreter: scoring registers
+    the torch-free closed forms itself (a study used to import ``proxies.nsc`` first)."""
+    code = ("import pandas as pd, sys; from nasbench_bert import Benchmark; from nasbench_bert.scoring import baseline_values; "
+            f"b = Benchmark.load({str(data_dir)!r}); "
+            "v = baseline_values(pd.DataFrame({'id': [0, 1]}), bench=b, names=['nsc', 'zerolm']); "
+            "print(list(v.columns), v.notna().all().all(), 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "['nsc', 'zerolm'] True False"
