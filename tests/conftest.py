@@ -97,3 +97,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"reference test skipped in the reference venv (NASBENCH_BERT_REQUIRE_REFERENCE=1): {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+    """The same rule for a reference module that skips as a whole while it is collected
+    (``pytest.importorskip`` at module level): the hook above never sees its tests."""
+    outcome = yield
+    report = outcome.get_result()
+    path = getattr(collector, "path", None)
+    if (report.skipped and os.environ.get("NASBENCH_BERT_REQUIRE_REFERENCE") == "1" and path is not None
+            and Path(path).parent.name == "reference"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"reference module skipped in the reference venv (NASBENCH_BERT_REQUIRE_REFERENCE=1): {reason}"

@@ -185,6 +185,13 @@ def test_cli_query_json_into_head_is_quiet(data_dir):
                        capture_output=True, text=True, env={**os.environ, "NASBENCH_BERT_DATA": str(data_dir)})
     assert r.returncode == 0 and r.stdout.count("\n") == 2
     assert "Broken pipe" not in r.stderr and "Traceback" not in r.stderr and "error" not in r.stderr
+    # `head` may read the whole answer (it fits a pipe buffer) before it exits, so the line
+    # above need not reach the broken pipe; a reader that reads nothing always does. With
+    # pipefail the exit status is the CLI's own: 141, the shell's code for a closed pipe.
+    r = subprocess.run(["bash", "-c", f"set -o pipefail; {sys.executable} -m nasbench_bert.cli query 17 --json | true"],
+                       capture_output=True, text=True, env={**os.environ, "NASBENCH_BERT_DATA": str(data_dir)})
+    assert r.returncode == 141, r.stderr
+    assert "Broken pipe" not in r.stderr and "Traceback" not in r.stderr and "error" not in r.stderr
 
 
 def test_search_out_is_checked_before_the_search(data_dir, monkeypatch, capsys, tmp_path):
