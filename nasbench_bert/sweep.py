@@ -27,7 +27,7 @@ import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, Protocol, Sequence, TypeVar
+from typing import Any, Callable, Literal, Mapping, Protocol, Sequence, TypeVar, cast
 
 from .errors import InvalidArgumentError
 from .executors import run_tasks
@@ -190,4 +190,8 @@ def run_sweep(work: Callable[[T], Row], tasks: Sequence[T], cache: PartCache | N
     label = how.label(len(todo), len(tasks) - len(todo)) if how.label is not None else None
     run_tasks(work, [tasks[i] for i in todo], done, executor=how.executor, jobs=how.jobs,
               ray_address=how.ray_address, num_cpus=how.num_cpus, progress=label)
-    return [r for r in out if r is not None]
+    missing = sum(r is None for r in out)
+    if missing:  # dropping them would shift every later row onto the wrong task
+        raise RuntimeError(f"{missing} of {len(tasks)} sweep tasks came back without a row "
+                           f"(executor {how.executor!r}); nothing was returned")
+    return cast("list[tuple[Row, bool]]", out)

@@ -18,7 +18,11 @@ from nasbench_bert.vocabulary import BenchmarkLike
 
 def paper_figures(out: str | Path, bench: BenchmarkLike | None = None) -> list[Path]:
     """The paper's Figures 1-3 from the stored tables: hidden covariance (layer 1) vs PTB
-    test loss, and number of parameters and head confidence (raw, normalised) vs GLUE."""
+    test loss, and number of parameters and head confidence (raw, normalised) vs GLUE.
+    Without ``bench`` the benchmark is loaded once here, not by each figure."""
+    from nasbench_bert.benchmark.flexibert import ensure_benchmark
+
+    bench = ensure_benchmark(bench, [0])  # stored values are keyed by benchmark id
     out = Path(out)
     nlp, _ = stored_values("nlp", bench)
     flex, _ = stored_values("flexibert", bench)

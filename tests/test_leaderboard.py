@@ -90,7 +90,6 @@ def test_proxies_page_table_is_the_leaderboards():
     """docs/proxies.md quotes the leaderboard by hand: every figure of its as-trained table
     must be the leaderboard's (docs/leaderboard.json), to three decimals."""
     import json
-    import re
 
     rows = json.loads((ROOT / "docs" / "leaderboard.json").read_text())["leaderboard"]
     names = {"depth_then_width": ("depth_then_width", "trivial baseline (spec)"),

@@ -11,9 +11,11 @@ import pytest
 from conftest import ROOT
 
 
+README = (ROOT / "README.md").read_text()
+
+
 def _quickstart() -> str:
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## Quickstart", 1)[1]
+    section = README.split("## Quickstart", 1)[1]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
@@ -30,14 +32,9 @@ def test_quickstart_runs_and_prints_its_comment(data_dir, monkeypatch):
     assert first == promised
 
 
-README = (ROOT / "README.md").read_text()
-
-
 def test_cli_block_is_one_command_per_line_and_help_points_to_real_sections():
     """Item 9 of issue 24: the README's CLI block reads as commands, not a pipeline, and
     every 'docs/<page>.md <section>' the CLI's help names exists."""
-    import re
-
     from nasbench_bert.cli import build_parser
 
     block = README.split("## Command line", 1)[1].split("```", 2)[1]

@@ -222,7 +222,6 @@ def test_7_a_regenerated_bundled_arch_warns_and_query_all_returns_both(bench, tm
 def test_8_cache_parts_are_checked_against_their_key(bench, tmp_path):
     pytest.importorskip("torch")
     from nasbench_bert import proxies
-    from nasbench_bert.proxies import sweep
 
     cache = tmp_path / "cache"
     small = {"batch_size": 2, "seq_len": 8}
@@ -242,7 +241,10 @@ def test_8_cache_parts_are_checked_against_their_key(bench, tmp_path):
     assert not proxies.compute([0], ["num_params"], bench=bench, batch=small, cache=cache).cached.any()
     # a part path that is a folder, or a cache path that is a file: a clear error
     shutil.rmtree(cache)
-    name = sweep._cache_name(str(bench.query(0).arch), "as_trained", 0, proxies.BatchSpec(**small).key, "projection", "float32")
+    from nasbench_bert.sweep import PartCache
+
+    ident = [str(bench.query(0).arch), "as_trained", 0, proxies.BatchSpec(**small).key, "projection", "float32"]
+    name = PartCache(Path("."), "parquet", "arch").path(ident).name  # a ProxyTask's identity
     (cache / name).mkdir(parents=True)
     with pytest.raises(ValueError, match="is a folder"):
         proxies.compute([0], ["num_params"], bench=bench, batch=small, cache=cache)

@@ -8,7 +8,6 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -96,11 +95,6 @@ class ProxyTask:
             return False
         want = json.loads(self.versions)
         return isinstance(stored, dict) and all(stored.get(n) == want[n] and n in row for n in self.names)
-
-
-def _cache_name(ident: str, semantics: str, seed: int, batch_key: str, objective: str, dtype: str) -> str:
-    """The part file of one arch's row (kept for the tests that plant a bad part)."""
-    return PartCache(Path("."), "parquet", "arch").path([ident, semantics, seed, batch_key, objective, dtype]).name
 
 
 def _work(task: ProxyTask) -> dict[str, Any]:
