@@ -216,3 +216,38 @@ def test_score_reports_the_tie_aware_top_k_whatever_the_row_order(bench):
     for frame in (df, df.sample(frac=1.0, random_state=3)):
         got = score(frame, proxies=["depth"], control=None, bootstrap=0, bench=bench)
         assert got["top10_precision"].iloc[0] == pytest.approx(want, abs=1e-12)
+
+
+def test_tiebroken_interval_of_a_perfect_ranking_contains_its_estimate():
+    """Issue 28: on 8 rows ranked perfectly every resample's tie-broken τ is below 1 (copies
+    of a row are pairs tied in score and target), so the plain percentile interval was
+    [0.866, 0.982] around an estimate of 1.000."""
+    x = np.arange(8.0)
+    e = M.rank_metrics(x, x, bootstrap=1000)["tau_tiebroken"]
+    assert e.value == 1.0
+    assert e.ci_low <= e.value <= e.ci_high
+    assert e.ci_high == 1.0 and e.ci_low < 0.95  # the bootstrap's spread is kept, the bound moves to the estimate
+
+
+def test_interval_extends_only_where_the_estimate_is_outside():
+    r = np.linspace(0.2, 0.6, 401)
+    plain = M.interval(0.4, r)
+    assert (plain.ci_low, plain.ci_high) == pytest.approx((0.21, 0.59))  # inside: the percentile interval, unchanged
+    assert (M.interval(0.9, r).ci_low, M.interval(0.9, r).ci_high) == pytest.approx((0.21, 0.9))
+    assert (M.interval(0.0, r).ci_low, M.interval(0.0, r).ci_high) == pytest.approx((0.0, 0.59))
+    assert math.isnan(M.interval(0.5, np.full(10, np.nan)).ci_low)  # no finite resample: no interval
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(-2, 2), st.integers(-2, 2), st.integers(0, 1)), min_size=3, max_size=14),
+       st.integers(1, 60), st.integers(0, 2**32 - 1))
+def test_every_interval_contains_its_estimate(rows, boot, seed):
+    """Whatever the data (few rows, heavy ties in score and target, cells, size, controls),
+    every metric's interval contains the metric's own value."""
+    x = np.array([r[0] for r in rows], dtype=float)
+    y = np.array([r[1] for r in rows], dtype=float)
+    cells = np.array([r[2] for r in rows], dtype=float)
+    ctx = M.RankContext(cells=cells, size=np.abs(x) + 1, controls=cells[:, None])
+    for m, e in M.rank_metrics(x, y, ctx, bootstrap=boot, seed=seed).items():
+        if not (math.isnan(e.value) or math.isnan(e.ci_low)):
+            assert e.ci_low <= e.value <= e.ci_high, (m, e)
