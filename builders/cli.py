@@ -12,11 +12,14 @@ import json
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 from nasbench_bert.errors import InvalidArgumentError
 from nasbench_bert.semantics import SEMANTICS_NAMES
 
-console = Console()
+#: plain text: the lines echo user paths and arch strings, which rich's markup and emoji
+#: codes would rewrite (``[bold]``, ``:thumbs_up:``, the ``:b:`` of ``a:b:c``)
+console = Console(soft_wrap=True, markup=False, emoji=False)
 
 
 def cmd_build_entry(args: argparse.Namespace) -> None:
@@ -60,8 +63,8 @@ def cmd_build_entry(args: argparse.Namespace) -> None:
         table = ResultsTable(args.results)
         done_before = {i for i, a in enumerate(archs) if table.has(a, recipe.key)}
     todo = len(archs) - len(done_before)
-    with console.status(f"building {todo} entr{'y' if todo == 1 else 'ies'} ({len(done_before)} already built): "
-                        "pretraining, then finetuning on each GLUE task"):
+    with console.status(Text(f"building {todo} entr{'y' if todo == 1 else 'ies'} ({len(done_before)} already built): "
+                             "pretraining, then finetuning on each GLUE task")):  # a str status would be parsed as markup
         out = build_many(archs, executor=args.executor, ray_address=args.ray_address, corpus=args.corpus, glue=args.glue,
                          tasks=tasks, pretrain_config=pre, finetune_config=fin,
                          results=args.results, workdir=args.workdir, semantics=args.semantics, device=args.device,

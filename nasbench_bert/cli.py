@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from .benchmark import Benchmark
 from .checks import check_int
@@ -25,9 +25,18 @@ from .search.oracle import ORACLES
 from .semantics import SEMANTICS_NAMES
 from .sizes import WIKITEXT2_VOCAB
 
-console = Console(soft_wrap=True)  # long paths and messages stay on one line for grep
+#: long paths and messages stay on one line for grep. ``markup=False, emoji=False``: every
+#: line may echo user input (an arch string, a path, a proxy name), and rich would rewrite
+#: ``[bold]`` as a style and ``:thumbs_up:`` (or the ``:b:`` in ``a:b:c``) as an emoji; a
+#: message must quote the input verbatim, so styles are given as :class:`Text` styles.
+console = Console(soft_wrap=True, markup=False, emoji=False)
 #: errors go to stderr so that ``--json`` / export output on stdout stays parseable
-err_console = Console(stderr=True, soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True, markup=False, emoji=False)
+
+
+def print_error(message: str) -> None:
+    """One red ``error:`` line on stderr, the message printed verbatim (no markup, no emoji)."""
+    err_console.print(Text.assemble(("error:", "red"), " ", message), highlight=False)
 
 
 def _bench(args: argparse.Namespace) -> Benchmark:
@@ -367,7 +376,7 @@ def cmd_proxies_score(args: argparse.Namespace) -> None:
     print(proxies.to_markdown(res.sort_values(["target", "kendall_tau"], ascending=[True, False])))
     for r in res.itertuples():
         if isinstance(getattr(r, "note", None), str):
-            console.print(f"[yellow]{r.proxy}: {r.note}[/yellow]")
+            console.print(Text(f"{r.proxy}: {r.note}", style="yellow"))
     if args.csv:
         _write_frame(res, Path(args.csv), "--csv")
     if args.plots:  # one scatter per scored column (the paper's own Figures 1-3: python -m studies.paper_figures)
@@ -748,12 +757,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("NASBENCH_BERT_TRACEBACK"):
             raise
         where = f" ({e.filename})" if getattr(e, "filename", None) else ""
-        err_console.print(f"[red]error:[/red] {escape((e.strerror or str(e)) + where)}", highlight=False)
+        print_error((e.strerror or str(e)) + where)
         return 2
     except (NasBenchError, ValueError) as e:
         if os.environ.get("NASBENCH_BERT_TRACEBACK"):  # for bug reports and the fuzz suite
             raise
-        err_console.print(f"[red]error:[/red] {escape(str(e))}", highlight=False)
+        print_error(str(e))
         return 2
     return 0
 

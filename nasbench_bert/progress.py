@@ -63,9 +63,14 @@ class Progress:
         self._t0 = self._last = time.monotonic()
         if self.enabled and self.is_terminal:
             from rich.console import Console
+            from rich.progress import BarColumn, TaskProgressColumn, TextColumn, TimeRemainingColumn
             from rich.progress import Progress as Bar
 
-            self._bar = Bar(console=Console(file=self.stream), transient=False)
+            # rich's default columns, but the label drawn verbatim: it can hold user input
+            # (a proxy name, a path) that markup and emoji codes would rewrite
+            columns = (TextColumn("{task.description}", style="progress.description", markup=False), BarColumn(),
+                       TaskProgressColumn(), TimeRemainingColumn())
+            self._bar = Bar(*columns, console=Console(file=self.stream, markup=False, emoji=False), transient=False)
             self._bar.__enter__()
             self._task = self._bar.add_task(self.label, total=self.total)
         return self

@@ -1,0 +1,114 @@
+"""Issue 28, items 3 and 4: inputs are checked before any work, and error messages quote
+the user's input verbatim.
+
+Item 3: ``build-entry`` checked its GLUE folder only after pretraining had written its
+checkpoint, and ``search run --budget 99999999999999999999`` ran with an ETA of trillions
+of hours. Item 4: rich's markup and emoji codes rewrote the user's input in error
+messages (``query ":thumbs_up:"`` printed a thumbs-up emoji, ``"a:b:c"`` printed
+``'a🅱c'``).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import UPSTREAM
+
+GLUE_RTE = UPSTREAM / "glue-rte"
+ARCH = "128/SA-SDP-h2-512x1/SA-SDP-h2-512x1"
+#: a pretraining recipe that runs in seconds, as CLI flags and as a config
+TINY_ARGS = ["--steps", "2", "--batch-size", "8", "--seq-len", "16", "--warmup-steps", "1", "--vocab-size", "200",
+             "--checkpoint-every", "1", "--epochs", "1", "--max-train-examples", "8"]
+TINY_PRE = {"steps": 2, "batch_size": 8, "seq_len": 16, "warmup_steps": 1, "vocab_size": 200, "checkpoint_every": 1}
+TINY_FT = {"epochs": 1, "max_train_examples": 8}
+
+#: inputs rich would rewrite: markup tags, emoji codes, and a string that holds one (":b:")
+TRICKY = ["[bold]x[/bold]", ":thumbs_up:", "a:b:c"]
+
+
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "nasbench_bert.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "400", **(env or {})})
+
+
+# -- item 4: errors quote the input verbatim ---------------------------------------------------------
+@pytest.mark.parametrize("text", TRICKY)
+def test_query_error_quotes_the_input_verbatim(data_dir, text):
+    r = _cli("query", text, env={"NASBENCH_BERT_DATA": str(data_dir)})
+    assert r.returncode == 2, r.stderr
+    assert repr(text) in r.stderr, r.stderr  # the arch as given, neither styled nor turned into an emoji
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_evaluate_error_quotes_the_proxy_verbatim(data_dir, capsys, monkeypatch, text):
+    from nasbench_bert import cli
+
+    monkeypatch.setenv("NASBENCH_BERT_DATA", str(data_dir))
+    assert cli.main(["proxies", "evaluate", text, "--ids", "0", "--benchmarks", "flexibert"]) == 2
+    err = capsys.readouterr().err
+    assert repr(text) in err, err
+
+
+def test_os_error_quotes_the_path_verbatim(data_dir, capsys, monkeypatch):
+    """An OSError's file name (a user path) is printed as given too."""
+    from nasbench_bert import cli
+
+    monkeypatch.setenv("NASBENCH_BERT_DATA", str(data_dir))
+
+    def boom(args):
+        raise FileNotFoundError(2, "No such file or directory", "/tmp/:thumbs_up:/a:b:c/[bold]")
+
+    monkeypatch.setattr(cli, "cmd_info", boom)  # build_parser binds the name when main() runs
+    assert cli.main(["info"]) == 2
+    assert "/tmp/:thumbs_up:/a:b:c/[bold]" in capsys.readouterr().err
+
+
+def test_output_lines_quote_user_paths_verbatim(data_dir, tmp_path):
+    """Lines that echo a user's path on success (``wrote ... to <out>``) keep it whole."""
+    out = tmp_path / ":thumbs_up:[bold]a:b:c.csv"
+    r = _cli("export", "nlp_ptb", "--out", str(out), env={"NASBENCH_BERT_DATA": str(data_dir)})
+    assert r.returncode == 0, r.stderr
+    assert str(out) in r.stdout, r.stdout
+
+
+def test_progress_bar_label_is_verbatim():
+    """The live bar (on a terminal) draws its label without markup or emoji codes."""
+    from nasbench_bert.progress import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    s = Tty()
+    label = "a:b:c :thumbs_up: [bold]x[/bold]"
+    with Progress(label, 2, stream=s) as p:
+        p.advance(2)
+    assert label in s.getvalue(), repr(s.getvalue())
+
+
+def test_build_entry_lines_quote_user_paths_verbatim(tmp_path, capsys):
+    """build-entry's lines print the user's paths as given (here: an arch already built in a
+    --results folder whose name holds markup and emoji codes)."""
+    from builders import cli as bcli
+    from builders.entry import make_recipe
+    from builders.results import ResultsTable
+    from nasbench_bert import cli
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a small corpus line\n" * 50)
+    results = tmp_path / ":thumbs_up:[bold]a:b:c"
+    recipe = make_recipe(corpus=f"text:{corpus}", glue=GLUE_RTE, tasks=["rte"], pretrain_config=TINY_PRE,
+                         finetune_config=TINY_FT)
+    table = ResultsTable(results)
+    (table.entries_dir / f"{table.key(ARCH, recipe.key)}.json").write_text("{}")
+    assert cli.main(["build-entry", ARCH, "--corpus", f"text:{corpus}", "--glue", str(GLUE_RTE), "--tasks", "rte",
+                     *TINY_ARGS, "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert f"in {results}" in out, out
+    assert bcli.console._markup is False and bcli.console._emoji is False
