@@ -108,7 +108,7 @@ class MeasureSettings:
 def machine() -> dict[str, Any]:
     """A description of this machine and software stack, for the table's manifest: the
     numbers mean nothing without it."""
-    import torch
+    from ._torch import torch
 
     cpu = platform.processor() or ""
     meminfo = {}
@@ -207,7 +207,7 @@ def measure(arch: Any, semantics: SemanticsLike = AS_TRAINED, settings: MeasureS
     columns of :data:`HARDWARE_COLUMNS` for the default batches (1 and 32), plus
     ``semantics``, ``model_key`` and ``settings``. Other batch sizes get columns named
     the same way (``latency_b<n>_ms`` ...)."""
-    import torch
+    from ._torch import torch
 
     from .models import build_flexibert, count_flops, num_params
 

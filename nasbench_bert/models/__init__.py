@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-try:
-    import torch  # noqa: F401
-except ImportError as e:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "nasbench_bert.models needs PyTorch: pip install torch==2.13.0 (CPU) then pip install 'nasbench-bert[torch]'"
-    ) from e
+from .._torch import torch  # without PyTorch: one line naming the [torch] extra
 
 from .authors import from_authors_state_dict, to_authors_state_dict
 from .flexibert import (

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
-import torch
+from .._torch import torch
 
 from ..semantics import AUTHORS
 from ..spaces.flexibert import Arch, ArchLike

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-import torch
+from .._torch import torch
 import torch.nn.functional as F
 from torch import nn
 

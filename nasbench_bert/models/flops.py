@@ -7,7 +7,7 @@ LayerNorm and FFTs are not counted (torch's FlopCounterMode has no rule for ``ff
 
 from __future__ import annotations
 
-import torch
+from .._torch import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from ..semantics import DEFAULT_SEMANTICS, DEFAULT_SPEC_SEMANTICS, EMBEDDING_SIZE, VOCAB_SIZE, ModelPlan, SemanticsLike, get_semantics

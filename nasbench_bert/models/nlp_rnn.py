@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import networkx as nx
-import torch
+from .._torch import torch
 import torch.nn.functional as F
 from torch import nn
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
+from .._torch import torch
 from torch import nn
 
 from ..models.flops import flexibert_flops

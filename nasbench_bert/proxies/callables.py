@@ -131,7 +131,7 @@ def _short(v: Any) -> str:
 
 def _wrap(name: str, fn: Callable[..., Any]) -> Callable[[Any], ProxyValue]:
     def proxy(cap: Any) -> ProxyValue:
-        import torch
+        from .._torch import torch
 
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(cap.extra.get("seed", 0)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import torch
+from .._torch import torch
 from torch import nn
 
 from ..checks import check_choice

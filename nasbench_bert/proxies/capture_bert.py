@@ -24,7 +24,7 @@ Hooks are always removed afterwards and the global RNG is left as it was.
 
 from __future__ import annotations
 
-import torch
+from .._torch import torch
 from torch import nn
 
 from ..models.flexibert import FlexiBERTEncoder, LTOperation, SelfAttention

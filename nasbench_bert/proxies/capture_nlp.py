@@ -62,7 +62,7 @@ come from that one pass.
 from __future__ import annotations
 
 import numpy as np
-import torch
+from .._torch import torch
 import torch.nn.functional as F
 
 from ..models.nlp_rnn import RecipeLM, build_nlp_rnn

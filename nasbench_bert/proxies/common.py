@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-import torch
+from .._torch import torch
 
 EIG_K = 1e-5
 

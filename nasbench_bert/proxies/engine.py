@@ -12,7 +12,7 @@ import math
 import time
 from typing import Any, Iterable
 
-import torch
+from .._torch import torch
 
 from ..semantics import SemanticsLike, get_semantics
 from .capture import Capture

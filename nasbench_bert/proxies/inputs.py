@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import torch
+from .._torch import torch
 
 from ..checks import check_int, check_seed
 from ..errors import InvalidArgumentError

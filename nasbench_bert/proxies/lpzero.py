@@ -43,7 +43,7 @@ tokenizer (:data:`nasbench_bert.proxies.protocols.LPZERO`).
 
 from __future__ import annotations
 
-import torch
+from .._torch import torch
 
 from .capture import Capture
 from .capture_bert import _head_modules

@@ -33,7 +33,7 @@ registered for the ``flexibert`` space, so every semantics computes them
 
 from __future__ import annotations
 
-import torch
+from .._torch import torch
 from torch import nn
 
 from .capture import Capture

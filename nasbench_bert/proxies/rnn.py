@@ -23,7 +23,7 @@ parameter count did not change).
 from __future__ import annotations
 
 import numpy as np
-import torch
+from .._torch import torch
 
 from .common import cosine_score, covariance_score, tsum
 from .capture import Capture

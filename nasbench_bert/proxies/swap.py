@@ -23,7 +23,7 @@ longest (:data:`nasbench_bert.proxies.protocols.SWAP`).
 
 from __future__ import annotations
 
-import torch
+from .._torch import torch
 
 from .capture import Capture
 from .registry import ProxyValue, register

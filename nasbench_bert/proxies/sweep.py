@@ -98,7 +98,7 @@ class ProxyTask:
 
 
 def _work(task: ProxyTask) -> dict[str, Any]:
-    import torch
+    from .._torch import torch
 
     from .engine import run_one
 
