@@ -256,6 +256,67 @@ def test_cache_resume_after_kill(tmp_path, bench):
     assert not other.cached.any()
 
 
+#: proxies whose values go through multi-threaded reductions (matmul, softmax, backward)
+THREADED = ["head_confidence", "synflow", "snip"]
+
+
+def test_values_do_not_depend_on_threads_executor_or_process(bench, tmp_path):
+    """One value per arch, however the sweep runs: in this process under 2 torch threads,
+    in 2 worker processes, and in a fresh interpreter that set 1 thread before computing.
+    Before the sweep pinned its threads, head confidence differed by 1.16e-8 at id 0
+    between 1 and 2 threads, and a cache mixed the two."""
+    import json
+
+    import torch
+
+    ids = [0, 1, 2]
+    out = tmp_path / "sub.json"
+    code = ("import json, sys, torch; torch.set_num_threads(1);"
+            "from nasbench_bert import proxies;"
+            f"df = proxies.compute({ids!r}, {THREADED!r}, batch={SMALL!r});"
+            f"open({str(out)!r}, 'w').write(json.dumps(df[{THREADED!r}].to_dict('list')))")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=300)
+    sub = json.loads(out.read_text())  # Python's float repr round-trips every bit
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        here = proxies.compute(ids, THREADED, batch=SMALL, bench=bench)
+        assert torch.get_num_threads() == 2  # the sweep gives this process its setting back
+    finally:
+        torch.set_num_threads(old)
+    pool = proxies.compute(ids, THREADED, batch=SMALL, bench=bench, jobs=2)
+    assert here.error.isna().all()
+    for p in THREADED:
+        assert here[p].tolist() == sub[p], (p, (here[p] - np.array(sub[p])).abs().max())
+        assert here[p].tolist() == pool[p].tolist(), p
+    assert "threads" not in here  # the part's provenance, not a column (scoring would take it for a proxy)
+
+
+def test_cache_part_from_other_thread_count_is_recomputed(tmp_path, bench):
+    """A part records the torch threads it was computed with; one computed under another
+    count (or before the count was recorded) is computed again, not mixed in."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from nasbench_bert.proxies.sweep import WORKER_THREADS
+
+    cache = tmp_path / "cache"
+    first = proxies.compute([0, 1], ["head_confidence"], batch=SMALL, bench=bench, cache=cache)
+    assert not first.cached.any()
+    parts = sorted(cache.glob("*.parquet"))
+    assert len(parts) == 2
+    assert [pq.read_table(p).to_pylist()[0]["threads"] for p in parts] == [WORKER_THREADS] * 2 == [1, 1]
+    again = proxies.compute([0, 1], ["head_confidence"], batch=SMALL, bench=bench, cache=cache)
+    assert again.cached.all()
+    # one part rewritten as if computed with 2 threads, the other as before threads were recorded
+    for path, change in zip(parts, [lambda r: {**r, "threads": 2}, lambda r: {k: v for k, v in r.items() if k != "threads"}]):
+        row = change(pq.read_table(path).to_pylist()[0])
+        pq.write_table(pa.Table.from_pylist([row]), path)
+    redo = proxies.compute([0, 1], ["head_confidence"], batch=SMALL, bench=bench, cache=cache)
+    assert not redo.cached.any()
+    assert redo.head_confidence.tolist() == first.head_confidence.tolist()
+
+
 def test_etas_and_baselines_run(bench):
     df = proxies.compute(range(4), ["ntsr", "synflow", "naswot", "snip", "grad_norm", "flops"], bench=bench, batch=SMALL)
     assert df.error.isna().all()

@@ -1,5 +1,20 @@
 """Proxy sweeps: compute proxies for many archs, isolate failures, cache and resume
-(:func:`compute`, on the shared engine of :mod:`nasbench_bert.sweep`)."""
+(:func:`compute`, on the shared engine of :mod:`nasbench_bert.sweep`).
+
+**One torch thread per worker.** A proxy value must not depend on how the sweep ran.
+torch's CPU kernels (matmul, softmax and their backward) split their reductions by the
+intra-op thread count, so the last bits of a value do: 1 and 2 threads gave synflow and
+snip values 1-2 ulp apart here, head confidence 1.16e-8 apart on another machine, and a
+cache filled by processes with different counts mixed them. Making every kernel
+thread-count-invariant is not in this package's hands, so the count is fixed instead:
+every worker - this process when ``jobs=1``, each worker process, each Ray task -
+computes with exactly :data:`WORKER_THREADS` torch threads (this process gets its own
+setting back after each arch; parallelism comes from ``jobs`` and Ray, one arch per
+core). Each cache part records the count in ``threads``, checked like the seed and the
+batch: a part computed under another count, or by a version that did not record it, is
+computed again rather than mixed in. (Hardware sweeps set their own, recorded, count:
+latency is what they measure, see :mod:`nasbench_bert.hardware`.)
+"""
 
 from __future__ import annotations
 
@@ -7,8 +22,9 @@ import json
 import math
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -25,6 +41,13 @@ from . import builtin as _builtin  # noqa: F401  (registers every built-in proxy
 from . import registry
 from .inputs import BatchSpec, make_batch
 from .spaces import PROXY_SPACES, proxy_space
+
+#: torch intra-op threads every proxy worker computes with (see the module doc: values do
+#: not depend on how the sweep ran); recorded in each cache part as ``threads``
+WORKER_THREADS = 1
+#: fields of a cache part that are not columns of compute()'s frame (provenance of the
+#: part; a numeric column there would be scored as if it were a proxy)
+_PART_ONLY = ("threads",)
 
 #: rank combinations computed across the compared set, not per arch (FlexiBERT's NTSR)
 COMBINED: dict[str, tuple[str, ...]] = {k: v for sp in PROXY_SPACES.values() for k, v in sp.combined.items()}
@@ -78,14 +101,14 @@ class ProxyTask:
     objective: str
     seed: int
     dtype: str
-    threads: int  # torch threads in the worker (0: leave as is)
+    threads: int  # torch intra-op threads the worker computes with (WORKER_THREADS)
 
     def identity(self) -> list[Any]:
         return [self.ident["arch"], self.semantics.key, self.seed, self.spec.key, self.objective, self.dtype]
 
     def expect(self) -> dict[str, Any]:
         return {"arch": self.ident["arch"], "semantics": self.semantics.key, "objective": self.objective,
-                "dtype": self.dtype, "seed": self.seed, "batch": self.spec.key}
+                "dtype": self.dtype, "seed": self.seed, "batch": self.spec.key, "threads": self.threads}
 
     def accepts(self, row: dict[str, Any]) -> bool:
         """Every proxy asked for is in the row, at its current version."""
@@ -97,18 +120,29 @@ class ProxyTask:
         return isinstance(stored, dict) and all(stored.get(n) == want[n] and n in row for n in self.names)
 
 
-def _work(task: ProxyTask) -> dict[str, Any]:
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run the block with exactly ``n`` torch intra-op threads, then give the process its
+    own count back (a sweep run in this process must not change its caller's setting)."""
     from .._torch import torch
 
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _work(task: ProxyTask) -> dict[str, Any]:
     from .engine import run_one
 
-    if task.threads:
-        torch.set_num_threads(task.threads)
     proxies = registry.get(task.space, list(task.names))
     batch = make_batch(task.spec)
     t0 = time.perf_counter()
     try:
-        row = run_one(task.space, task.key, proxies, task.spec, batch, task.semantics, task.seed, task.dtype)
+        with torch_threads(task.threads):
+            row = run_one(task.space, task.key, proxies, task.spec, batch, task.semantics, task.seed, task.dtype)
         row["error"] = None
     except Exception as e:  # isolate: the sweep goes on, the row says why
         row = {p.name: math.nan for p in proxies}
@@ -120,7 +154,7 @@ def _work(task: ProxyTask) -> dict[str, Any]:
 
 def _finish(task: ProxyTask, row: dict[str, Any]) -> dict[str, Any]:
     return {**task.ident, "semantics": task.semantics.key, "objective": task.objective, "seed": task.seed,
-            "batch": task.spec.key, "dtype": task.dtype, "proxy_versions": task.versions, **row}
+            "batch": task.spec.key, "dtype": task.dtype, "proxy_versions": task.versions, "threads": task.threads, **row}
 
 
 @dataclass(frozen=True)
@@ -203,7 +237,10 @@ def compute(
     ``executor``: ``"local"`` (this process, or ``jobs`` worker processes) or ``"ray"``:
     one Ray task per arch, one CPU each, spread over the cluster at ``ray_address``
     (default: join or start a local instance). Parts are written by the driver as tasks
-    finish, so a sweep killed anywhere resumes from the cache.
+    finish, so a sweep killed anywhere resumes from the cache. Every arch is computed with
+    :data:`WORKER_THREADS` torch thread(s) whichever executor runs it (this process's own
+    count is restored afterwards), so a value is the same bits from every executor and
+    process, and a cache never mixes values from different thread counts.
     """
     adapter = proxy_space(space)
     executor = check_executor(executor, ray_address)
@@ -219,22 +256,23 @@ def compute(
     cache_parts = PartCache.open(cache, "parquet", "arch")
     names = tuple(p.name for p in plist)
     versions = json.dumps({p.name: p.version for p in plist}, sort_keys=True)
-    threads = 1 if jobs > 1 or executor == "ray" else 0
-    tasks = [ProxyTask(space, ident, key, names, versions, st.spec, st.semantics, st.objective, st.seed, dtype, threads)
+    tasks = [ProxyTask(space, ident, key, names, versions, st.spec, st.semantics, st.objective, st.seed, dtype,
+                       WORKER_THREADS)
              for ident, key in items]
     how = SweepRun(executor, jobs, ray_address,
                    label=(lambda todo, hits: f"{space} proxies ({todo} to compute, {hits} cached)") if progress else None)
     done = run_sweep(_work, tasks, cache_parts, _finish, how)
     others = set(registry.REGISTRY[space]) - set(names)  # a part may hold more proxies than were asked for
-    rows = [{**_only(row, others), **t.ident, "cached": True} if hit else {**row, "cached": False}
+    rows = [{**_only(row, others), **t.ident, "cached": True} if hit else {**_only(row, set()), "cached": False}
             for t, (row, hit) in zip(tasks, done)]
     return _frame(rows, names, combined)
 
 
 def _only(row: dict[str, Any], others: set[str]) -> dict[str, Any]:
-    """A cached row without the proxies it holds beyond those asked for (their values, per-layer
-    values and timings): every call returns the same columns, however its parts were filled."""
-    return {k: v for k, v in row.items() if k.split("__", 1)[0] not in others}
+    """A row without the proxies it holds beyond those asked for (their values, per-layer
+    values and timings) and without the part's own provenance (:data:`_PART_ONLY`): every
+    call returns the same columns, however its parts were filled."""
+    return {k: v for k, v in row.items() if k.split("__", 1)[0] not in others and k not in _PART_ONLY}
 
 
 def _frame(rows: list[dict[str, Any]], names: Sequence[str], combined: list[str]) -> pd.DataFrame:
