@@ -345,9 +345,10 @@ def cmd_hardware(args: argparse.Namespace) -> None:
 
 
 def cmd_proxies_score(args: argparse.Namespace) -> None:
-    import pandas as pd
+    import warnings
 
     from . import scoring as proxies  # torch-free: scoring stored values needs no models
+    from .errors import InputRowsWarning
 
     if args.csv:
         _check_out(Path(args.csv), "--csv", (".csv",))
@@ -363,16 +364,19 @@ def cmd_proxies_score(args: argparse.Namespace) -> None:
         from .data.tables import GLUE_TASKS
 
         target = ["glue", *GLUE_TASKS]
+    rows = {"duplicates": args.duplicates, "unknown_ids": args.unknown_ids}  # what may be merged or dropped, if anything
     if args.values:
         df = _read_frame(args.values, "--values")
         if not args.no_baselines:  # the trivial spec baselines of the same rows, beside the proxies (torch-free)
-            base = proxies.baseline_values(df, args.space, semantics=args.baseline_semantics, bench=bench)
-            base = base.loc[:, base.notna().any()]
-            df = pd.concat([df.reset_index(drop=True).drop(columns=[c for c in base.columns if c in df]), base], axis=1)
-        res = proxies.score(df, target, space=args.space, bench=bench, bootstrap=args.bootstrap)
+            df = proxies.with_baselines(df, args.space, semantics=args.baseline_semantics, bench=bench)
+        with warnings.catch_warnings():  # what the options merged or dropped is printed below, once
+            warnings.simplefilter("ignore", InputRowsWarning)
+            res = proxies.score(df, target, space=args.space, bench=bench, bootstrap=args.bootstrap, **rows)
     else:
         res = proxies.score_stored(args.space, bench=bench, bootstrap=args.bootstrap, baselines=not args.no_baselines,
                                    target=target)
+    for note in res.attrs.get("notes", []):
+        err_console.print(Text(f"note: {note}", style="yellow"), highlight=False)
     print(proxies.to_markdown(res.sort_values(["target", "kendall_tau"], ascending=[True, False])))
     for r in res.itertuples():
         if isinstance(getattr(r, "note", None), str):
@@ -384,7 +388,10 @@ def cmd_proxies_score(args: argparse.Namespace) -> None:
             df, _ = proxies.stored_values(args.space, bench)
         plot_target = args.target or proxies.scoring_space(args.space).stored_target
         for name in (n for n in dict.fromkeys(res.proxy) if n in df):
-            path = proxies.scatter(df, name, plot_target, Path(args.plots) / f"{name}.png", space=args.space, bench=bench)
+            with warnings.catch_warnings():  # said once above
+                warnings.simplefilter("ignore", InputRowsWarning)
+                path = proxies.scatter(df, name, plot_target, Path(args.plots) / f"{name}.png", space=args.space,
+                                       bench=bench, **(rows if args.values else {}))
             console.print(f"wrote {path}")
 
 
@@ -633,6 +640,11 @@ def _add_proxies_score(psub: Any) -> None:
     ps.add_argument("--no-baselines", action="store_true", help="leave out the trivial spec baselines' rows")
     ps.add_argument("--baseline-semantics", default="as_trained", choices=list(SEMANTICS_NAMES),
                     help="whose parameters the baselines' counts are, with --values (stored: as_trained)")
+    ps.add_argument("--duplicates", default="error", choices=["error", "first", "mean"],
+                    help="with --values: rows that share an id are refused (error), or the first kept, or averaged "
+                         "(first, mean; a note says how many)")
+    ps.add_argument("--unknown-ids", default="error", choices=["error", "drop"],
+                    help="with --values: ids the benchmark lacks are refused (error), or left out (drop; a note says which)")
     ps.set_defaults(fn=cmd_proxies_score)
 
 

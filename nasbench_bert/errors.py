@@ -60,3 +60,9 @@ class OutOfBudgetError(NasBenchError):
 
 class SourceUnavailableWarning(UserWarning):
     """A data source failed (offline, missing, corrupt); the next one in the order is tried."""
+
+
+class InputRowsWarning(UserWarning):
+    """Rows of a user's table were merged or dropped because an explicit option said so
+    (``scoring.score``'s ``duplicates=`` / ``unknown_ids=``); the message says which and
+    how many, so that what was scored is never a silent subset of what was given."""

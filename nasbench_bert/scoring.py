@@ -53,7 +53,7 @@ from . import metrics
 from .benchmark.flexibert import ensure_benchmark
 from .checks import check_choice, check_int, check_names, check_real, check_seed
 from .data.tables import FLEXIBERT_PROXY_COLUMNS, GLUE_TASKS, NLP_PROXY_COLUMNS
-from .errors import InvalidArgumentError
+from .errors import InputRowsWarning, InvalidArgumentError
 from .proxies import baselines as _baselines  # torch-free: registers the trivial spec baselines
 from .proxies import nsc as _nsc  # noqa: F401  (torch-free: registers the NSC and ZeroLM closed forms)
 from .proxies import registry  # torch-free: the declarations, not the proxies
@@ -71,6 +71,10 @@ NEW_METRICS: tuple[str, ...] = ("tau_tiebroken", "tau_pw10", "tau_within_cell", 
 #: the semantics of the trivial baselines' parameter counts when the release's stored
 #: values are scored (the model behind the GLUE scores)
 STORED_BASELINE_SEMANTICS = "as_trained"
+#: what :func:`score` does with rows that share an id (``duplicates=``; CLI ``--duplicates``)
+DUPLICATES: tuple[str, ...] = ("error", "first", "mean")
+#: what :func:`score` does with rows whose id the benchmark lacks (``unknown_ids=``; CLI ``--unknown-ids``)
+UNKNOWN_IDS: tuple[str, ...] = ("error", "drop")
 
 
 def _orientation(name: str, space: str) -> bool:
@@ -135,6 +139,8 @@ def score(
     seed: int = 0,
     bench: BenchmarkLike | None = None,
     context: metrics.RankContext | None = None,
+    duplicates: str = "error",
+    unknown_ids: str = "error",
 ) -> pd.DataFrame:
     """Score proxy columns of ``values`` against ``target``.
 
@@ -147,7 +153,8 @@ def score(
 
     ``control`` names the size column to control for (from ``values``, else the
     benchmark's column of that name, e.g. ``"num_params_as_trained"`` - the parameter
-    count of the model that was trained - or ``"num_params"``, the arch as specified):
+    count of the model that was trained - or ``"num_params"`` (the default), each space's stated count:
+    FlexiBERT's ``num_params_as_specified``, NAS-Bench-NLP's logged ``num_params``):
     ``partial_tau_given_params`` and ``strata_tau_given_params`` then say what the proxy
     adds beyond size.
 
@@ -155,10 +162,20 @@ def score(
     with bootstrap intervals (see the module docstring for which τ each is), in the
     context of :func:`rank_context` (or ``context``, one entry per row of ``values``);
     ``pw10_size``, ``cells`` and ``partial_controls`` name what they used.
+
+    Nothing the user gave is dropped without a word: a column
+    with a value that is not a number, an id that occurs twice, an id the benchmark
+    lacks (when the target is looked up) and a column named like a benchmark target
+    whose values are not the benchmark's are refused with one line naming the column
+    and the ids. ``duplicates`` (``"error"``, ``"first"`` or ``"mean"``) and
+    ``unknown_ids`` (``"error"`` or ``"drop"``) say what to do instead; what they merged
+    or dropped is an :class:`~nasbench_bert.errors.InputRowsWarning` and a line of
+    ``result.attrs["notes"]``. A column of numbers stored as text or Python objects is
+    converted (every value parses as a number, or it is refused).
     """
     if isinstance(target, (str, pd.Series)):
         return _score_one(values, target, proxies=proxies, space=space, control=control, bootstrap=bootstrap, top=top,
-                          seed=seed, bench=bench, context=context)
+                          seed=seed, bench=bench, context=context, duplicates=duplicates, unknown_ids=unknown_ids)
     if isinstance(target, (dict, bytes)) or not isinstance(target, Iterable):
         raise InvalidArgumentError(f"target = {target!r} is not allowed; allowed: a target name {sorted(TARGETS)}, a column "
                                    "name of values, a pandas Series aligned with values, or a list of target names")
@@ -167,29 +184,40 @@ def score(
         raise InvalidArgumentError("target = [] is not allowed; allowed: at least one target name")
     ctx = context if context is not None else rank_context(values, space, bench) if isinstance(values, pd.DataFrame) and \
         not values.empty else None
-    return pd.concat([_score_one(values, t, proxies=proxies, space=space, control=control, bootstrap=bootstrap, top=top,
-                                 seed=seed, bench=bench, context=ctx) for t in names], ignore_index=True)
+    parts = [_score_one(values, t, proxies=proxies, space=space, control=control, bootstrap=bootstrap, top=top, seed=seed,
+                        bench=bench, context=ctx, duplicates=duplicates, unknown_ids=unknown_ids) for t in names]
+    out = pd.concat(parts, ignore_index=True)
+    out.attrs["notes"] = list(dict.fromkeys(n for p in parts for n in p.attrs.get("notes", [])))
+    return out
 
 
 def _score_one(values: pd.DataFrame, target: str | pd.Series, *, proxies: Iterable[str] | None, space: str,
                control: str | None, bootstrap: int, top: float, seed: int, bench: BenchmarkLike | None,
-               context: metrics.RankContext | None) -> pd.DataFrame:
-    """:func:`score` against one target: the arguments checked, the target, context and
-    control looked up once, then one row per proxy."""
+               context: metrics.RankContext | None, duplicates: str = "error", unknown_ids: str = "error") -> pd.DataFrame:
+    """:func:`score` against one target: the arguments checked, the rows checked
+    (:func:`_prepare`), the target, context and control looked up once, then one row per proxy."""
     _check_score_args(values, target, space, control, context)
     if proxies is not None:
         proxies = check_names("proxies", proxies)
     bootstrap = check_int("bootstrap", bootstrap, low=0, high=100_000)
     top = check_real("top", top, low=0.0, high=1.0, low_open=True)
     seed = check_seed("seed", seed, none=False)
-    df = values.reset_index(drop=True).copy()
+    if context is not None:
+        for name, arr in (("cells", context.cells), ("size", context.size), ("controls", context.controls)):
+            if arr is not None and len(arr) != len(values):
+                raise InvalidArgumentError(f"context.{name} has {len(arr)} rows; values has {len(values)}")
+    prep = _prepare(values, target, proxies=proxies, space=space, control=control, bench=bench, duplicates=duplicates,
+                    unknown_ids=unknown_ids)
+    df = prep.frame
+    if isinstance(target, pd.Series):  # the user's target follows the rows that were kept
+        target = target.reset_index(drop=True).iloc[prep.rows] if len(target) == len(values) else target
     y, tname = _target_values(df, target, bench, space)
-    ctx = context if context is not None else rank_context(df, space, bench)
-    for name, arr in (("cells", ctx.cells), ("size", ctx.size), ("controls", ctx.controls)):
-        if arr is not None and len(arr) != len(df):
-            raise InvalidArgumentError(f"context.{name} has {len(arr)} rows; values has {len(df)}")
+    ctx = context.take(prep.rows) if context is not None else rank_context(df, space, bench)
     z_raw = _control_values(df, control, bench, space)
-    cols = list(proxies) if proxies is not None else _proxy_columns(df, tname)
+    cols = list(proxies) if proxies is not None else [c for c in _proxy_columns(df, tname) if c not in prep.benchmark_columns]
+    if not cols:
+        raise InvalidArgumentError(f"values has no proxy column to score (columns: {[str(c) for c in values.columns][:12]}); "
+                                   "allowed: at least one column of numbers that is not an identifier, a target or bookkeeping")
     described = _describe(ctx)
     out = []
     for c in cols:
@@ -199,7 +227,9 @@ def _score_one(values: pd.DataFrame, target: str | pd.Series, *, proxies: Iterab
         row.update(_score_column(df, c, y, ctx, z_raw, control, space, bootstrap, seed, top))
         out.append(row)
     res = pd.DataFrame(out)
-    return res[[c for c in _SCORE_COLUMNS if c in res]]
+    res = res[[c for c in _SCORE_COLUMNS if c in res]]
+    res.attrs["notes"] = list(prep.notes)
+    return res
 
 
 def _check_score_args(values: Any, target: Any, space: Any, control: Any, context: Any) -> None:
@@ -337,6 +367,203 @@ def _numeric(df: pd.DataFrame, column: str, role: str) -> np.ndarray:
         return df[column].to_numpy(dtype=float)
     except (ValueError, TypeError):
         raise InvalidArgumentError(f"{role} = {column!r}: the column holds non-numbers (dtype {df[column].dtype})") from None
+
+
+# -- the user's rows, checked before any is scored (nothing is dropped without a word) ----------
+@dataclass(frozen=True)
+class _Prepared:
+    """The rows :func:`score` scores: ``frame`` (index 0..n-1), ``rows`` the position in
+    the user's table of each (the first of a merged group), ``notes`` what an explicit
+    option merged or dropped, ``benchmark_columns`` the columns named like a target that
+    hold the benchmark's own values (a target, never a proxy)."""
+
+    frame: pd.DataFrame
+    rows: np.ndarray
+    notes: tuple[str, ...]
+    benchmark_columns: frozenset[str]
+
+
+#: the columns that identify a row, per space, in the order the lookups prefer them
+_ID_COLUMNS: dict[str, tuple[str, ...]] = {"flexibert": ("id", "arch"), "nlp": ("log_name", "recipe_id", "key")}
+
+
+def _id_column(df: pd.DataFrame, space: str) -> str | None:
+    """The column that identifies the rows of ``df`` in ``space`` (the one the target
+    lookup and the context use), or None."""
+    return next((c for c in _ID_COLUMNS[space] if c in df), None)
+
+
+def _show(items: list[Any], k: int = 5) -> str:
+    """The first ``k`` of ``items`` as a list, with ``...`` when there are more."""
+    shown = [v.item() if isinstance(v, np.generic) else v for v in items[:k]]
+    return repr(shown) if len(items) <= k else repr(shown)[:-1] + ", ...]"
+
+
+def _where(df: pd.DataFrame, space: str, mask: np.ndarray) -> str:
+    """'id [7, 9]' (or 'rows [...]' without an id column): which rows ``mask`` marks."""
+    col = _id_column(df, space)
+    if col is None:
+        return f"rows {_show(list(np.flatnonzero(mask)))}"
+    return f"{col} {_show(df.loc[mask, col].tolist())}"
+
+
+def _as_number(v: Any) -> float | None:
+    """``v`` as a float (missing values are NaN), or None when it is not a number."""
+    if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA or v is pd.NaT:
+        return math.nan
+    if isinstance(v, (bool, np.bool_)):
+        return None
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _to_numbers(df: pd.DataFrame, column: str, role: str, space: str, *, strict: bool) -> bool:
+    """Make ``df[column]`` float in place when every value is a number (numbers stored
+    as text or objects, as a CSV with one stray cell or an object-typed frame gives);
+    refuse, naming the rows, a column that mixes numbers with non-numbers. A column with
+    no number at all is a label when not ``strict`` (returns False: not a score)."""
+    col = df[column]
+    if pd.api.types.is_bool_dtype(col) or pd.api.types.is_numeric_dtype(col):
+        return True
+    parsed = [_as_number(v) for v in col]
+    bad = np.array([v is None for v in parsed], dtype=bool)
+    if bad.all() and not strict:
+        return False
+    if bad.any():
+        raise InvalidArgumentError(
+            f"{role} column {column!r} holds non-numbers at {int(bad.sum())} of {len(df)} rows ({_where(df, space, bad)}; "
+            f"values {_show(col[bad].tolist(), 3)}); allowed: numbers (missing values are NaN); fix those rows or leave "
+            "the column out")
+    df[column] = np.array(parsed, dtype=float)
+    return True
+
+
+def _known_keys(space: str, column: str, target: str, bench: BenchmarkLike | None) -> set[Any] | None:
+    """The values of ``column`` the benchmark can look ``target`` up for (exactly the
+    keys :func:`_lookup` finds), or None when ``target`` is not looked up by that column."""
+    if space == "flexibert" and column in ("id", "arch"):
+        flex = _bench(bench).to_pandas()
+        return set(flex[column].astype(int) if column == "id" else flex[column])
+    if space == "nlp" and column in ("log_name", "recipe_id"):
+        nlp = _bench(bench).nlp
+        return set((nlp.wikitext2 if target == "wikitext2_loss" else nlp.ptb)[column])
+    return None
+
+
+def _lookup_space(target: str, space: str) -> str:
+    """The space whose table :func:`_lookup` reads ``target`` from."""
+    return "nlp" if target in ("test_loss", "wikitext2_loss") else space
+
+
+def _prepare(values: pd.DataFrame, target: str | pd.Series, *, proxies: list[str] | None, space: str, control: str | None,
+             bench: BenchmarkLike | None, duplicates: str, unknown_ids: str) -> _Prepared:
+    """The rows :func:`score` scores, after the checks that keep it from dropping data
+    silently: non-numbers, duplicate ids, unknown ids and target-named columns (each
+    refusal is one line naming the column and the first ids, with their count)."""
+    duplicates = check_choice("duplicates", duplicates, DUPLICATES)
+    unknown_ids = check_choice("unknown_ids", unknown_ids, UNKNOWN_IDS)
+    df = values.reset_index(drop=True).copy()
+    df.columns = [str(c) for c in df.columns]
+    rows = np.arange(len(df))
+    notes: list[str] = []
+    tname = target if isinstance(target, str) else None
+    # 1. numbers: the columns scored, the target and the control column
+    for c in list(df.columns):
+        if proxies is not None and c in proxies:
+            _to_numbers(df, c, "proxy", space, strict=True)
+        elif c == tname and c not in TARGETS:
+            _to_numbers(df, c, "target", space, strict=True)
+        elif c == control:
+            _to_numbers(df, c, "control", space, strict=True)
+        elif proxies is None and c not in _NOT_SCORES and "__" not in c and not c.startswith("g2v_"):
+            _to_numbers(df, c, "proxy", space, strict=False)
+    # 2. duplicate ids: one row per model, or the user says how to make it so
+    idc = _id_column(df, space)
+    if idc is not None:
+        keys = df[idc]
+        present = keys.notna().to_numpy()
+        dup = (keys.duplicated(keep=False).to_numpy() & present)
+        if dup.any():
+            ids = list(dict.fromkeys(keys[dup].tolist()))
+            if duplicates == "error":
+                raise InvalidArgumentError(
+                    f"values column {idc!r} holds {len(ids)} ids more than once ({_show(ids)}; {int(dup.sum())} rows in "
+                    "all): each would count as another model; allowed: each id once, or duplicates='first' (keep the "
+                    "first row of each) or 'mean' (average its rows) (CLI: --duplicates first|mean)")
+            first = ~(keys.duplicated(keep="first").to_numpy() & present)
+            if duplicates == "mean":
+                num = [c for c in df.columns if c != idc and pd.api.types.is_numeric_dtype(df[c])
+                       and not pd.api.types.is_bool_dtype(df[c])]
+                means = df.loc[present].groupby(idc, sort=False)[num].mean()
+                kept = df.loc[first].copy()
+                has = kept[idc].notna().to_numpy()
+                kept.loc[has, num] = means.loc[kept.loc[has, idc]].to_numpy()
+                df = kept
+            else:
+                df = df.loc[first]
+            rows = rows[first]
+            df = df.reset_index(drop=True)
+            how = "kept the first row of each" if duplicates == "first" else "averaged their numeric columns"
+            notes.append(f"duplicates={duplicates!r}: {len(ids)} duplicate {idc}s ({_show(ids)}; {int(dup.sum())} rows) "
+                         f"{how}; {len(df)} rows remain")
+    # 3. unknown ids: a row whose target cannot be looked up is not scored without a word
+    if tname is not None and tname in TARGETS:
+        lsp = _lookup_space(tname, space)
+        lidc = _id_column(df, lsp)
+        known = _known_keys(lsp, lidc, tname, bench) if lidc is not None else None
+        if known is not None:
+            unknown = np.array([not _hashable_in(k, known) for k in df[lidc]], dtype=bool)
+            if unknown.any():
+                ids = df.loc[unknown, lidc].tolist()
+                table = {"test_loss": "PTB", "wikitext2_loss": "WikiText-2"}.get(tname, "FlexiBERT")
+                if unknown_ids == "error":
+                    raise InvalidArgumentError(
+                        f"values column {lidc!r} holds unknown ids at {int(unknown.sum())} rows ({_show(ids)}): the "
+                        f"{table} table has no {tname!r} for them; allowed: {_allowed_keys(lidc, known)}, or "
+                        "unknown_ids='drop' to leave those rows out (CLI: --unknown-ids drop)")
+                df = df.loc[~unknown].reset_index(drop=True)
+                rows = rows[~unknown]
+                notes.append(f"unknown_ids='drop': {int(unknown.sum())} rows with an unknown {lidc} ({_show(ids)}) left "
+                             f"out; {len(df)} rows remain")
+    for n in notes:
+        warnings.warn(n, InputRowsWarning, stacklevel=4)
+    # 4. a column named like a benchmark target is the benchmark's, or it is refused
+    same: set[str] = set()
+    for c in [c for c in df.columns if c in TARGETS and (c == tname or proxies is None)]:
+        try:
+            theirs = _lookup(df, c, bench, space)
+        except (InvalidArgumentError, KeyError):  # no id to look it up by: only the user's column has that name
+            continue
+        mine = _to_numbers(df, c, "target", space, strict=False) and df[c].to_numpy(dtype=float)
+        differ = np.ones(len(df), dtype=bool) if mine is False else ~np.isclose(mine, theirs, rtol=1e-9, atol=0.0,
+                                                                                  equal_nan=True)
+        if differ.any():
+            raise InvalidArgumentError(
+                f"values column {c!r} has the name of a benchmark target but differs from the benchmark's {c!r} at "
+                f"{int(differ.sum())} of {len(df)} rows ({_where(df, space, differ)}); allowed: the benchmark's own "
+                f"values under that name; rename the column to score it as a proxy, or pass it as target=values[{c!r}]")
+        same.add(c)
+    return _Prepared(df, rows, tuple(notes), frozenset(same))
+
+
+def _hashable_in(k: Any, known: set[Any]) -> bool:
+    try:
+        return k in known
+    except TypeError:  # an unhashable cell (a list from parquet): not an id
+        return False
+
+
+def _allowed_keys(column: str, known: set[Any]) -> str:
+    """The ids a lookup by ``column`` accepts, in words."""
+    if column == "id" and known:
+        return f"ids {min(known)}-{max(known)}"
+    return f"the {len(known)} {column}s of the benchmark's table"
 
 
 def _bench(bench: BenchmarkLike | None) -> BenchmarkLike:
@@ -505,6 +732,36 @@ def baseline_values(values: pd.DataFrame, space: str = "flexibert", *, semantics
     return pd.DataFrame(_baselines.analytic_values(space, keys, chosen, sem))
 
 
+def with_baselines(values: pd.DataFrame, space: str = "flexibert", *, semantics: Any = "as_trained",
+                   bench: BenchmarkLike | None = None) -> pd.DataFrame:
+    """``values`` with the trivial spec baselines (:func:`baseline_values`) beside its
+    columns, as ``proxies score --values`` scores them; a baseline no row has is left out.
+
+    A column of ``values`` with a baseline's name is the user's data: it is kept when it
+    holds the baseline's own values (an export of ``proxies compute``) and refused,
+    naming the rows where it differs, when it does not; before, it was silently replaced
+    by the built-in baseline. Rows whose baseline cannot be computed (an unknown id) are
+    not compared: :func:`score` reports them itself."""
+    if not isinstance(values, pd.DataFrame):
+        raise InvalidArgumentError(f"values = {type(values).__name__} is not allowed; allowed: a pandas DataFrame")
+    df = values.reset_index(drop=True)
+    base = baseline_values(df, space, semantics=semantics, bench=bench)
+    base = base.loc[:, base.notna().any()]
+    for c in [c for c in base.columns if c in df]:
+        theirs = base[c].to_numpy(dtype=float)
+        mine = np.array([_as_number(v) for v in df[c]], dtype=object)
+        known = np.isfinite(theirs)
+        differ = known & np.array([m is None or not np.isclose(m, t, rtol=1e-9, atol=0.0, equal_nan=True)
+                                   for m, t in zip(mine, theirs)], dtype=bool)
+        if differ.any():
+            sem = getattr(semantics, "key", semantics)
+            raise InvalidArgumentError(
+                f"values column {c!r} has the name of a built-in baseline but differs from its {sem} values at "
+                f"{int(differ.sum())} of {int(known.sum())} rows ({_where(df, space, differ)}); allowed: the baseline's own "
+                "values under that name; rename the column to score it, or leave the baselines out (CLI: --no-baselines)")
+    return pd.concat([df, base.drop(columns=[c for c in base.columns if c in df])], axis=1)
+
+
 @dataclass(frozen=True)
 class ScoringSpace:
     """What scoring needs to know about one benchmark."""
@@ -635,15 +892,25 @@ def to_markdown(scores: pd.DataFrame, digits: int = 3, *, intervals: bool = True
 
 
 def scatter(values: pd.DataFrame, proxy: str, target: str | pd.Series, path: str | Path, *, space: str = "flexibert",
-            bench: BenchmarkLike | None = None, logx: bool | None = None) -> Path:
-    """Scatter plot of a proxy against a target with tau and rho in the title (PNG)."""
+            bench: BenchmarkLike | None = None, logx: bool | None = None, duplicates: str = "error",
+            unknown_ids: str = "error") -> Path:
+    """Scatter plot of a proxy against a target with tau and rho in the title (PNG): the
+    rows :func:`score` scores (``duplicates`` and ``unknown_ids`` as there), so the plot
+    shows the points its τ counts."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    s = score(values, target, proxies=[proxy], space=space, control=None, bootstrap=0, bench=bench).iloc[0]
-    df = values.reset_index(drop=True)
+    s = score(values, target, proxies=[proxy], space=space, control=None, bootstrap=0, bench=bench,
+              duplicates=duplicates, unknown_ids=unknown_ids).iloc[0]
+    with warnings.catch_warnings():  # score() above said what was merged or dropped
+        warnings.simplefilter("ignore", InputRowsWarning)
+        prep = _prepare(values, target, proxies=[proxy], space=space, control=None, bench=bench, duplicates=duplicates,
+                        unknown_ids=unknown_ids)
+    df = prep.frame
+    if isinstance(target, pd.Series):
+        target = target.reset_index(drop=True).iloc[prep.rows]
     y = target.to_numpy(dtype=float) if isinstance(target, pd.Series) else (
         df[target].to_numpy(dtype=float) if target in df else _lookup(df, target, bench, space))
     x = df[proxy].to_numpy(dtype=float)
