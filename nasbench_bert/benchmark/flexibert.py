@@ -262,14 +262,14 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
         """The attached regenerated entries, by arch (see :meth:`attach_results`)."""
         return {a: list(rs) for a, rs in self._regenerated.items()}
 
-    def surrogate(self, family: str | None = None) -> "Surrogate":
-        """The surrogate fitted on this benchmark's archs (fitted once, then cached):
-        ``bench.surrogate().predict(arch)`` answers for any of the 10.6M archs."""
-        from ..surrogate import DEFAULT_FAMILY, Surrogate
+    def surrogate(self, family: str | None = None, *, refit: bool = False) -> "Surrogate":
+        """The surrogate (``.predict(arch)`` for any of the 10.6M archs), cached: the data's pinned
+        file for ``family`` if any (loaded, not fitted: docs/surrogate.md), else a fit; ``refit=True`` fits."""
+        from ..surrogate import DEFAULT_FAMILY, load_or_fit
 
         fam = family or DEFAULT_FAMILY
-        if fam not in self._surrogates:
-            self._surrogates[fam] = Surrogate(self, fam)
+        if refit or fam not in self._surrogates:
+            self._surrogates[fam] = load_or_fit(self, fam, refit=refit)
         return self._surrogates[fam]
 
     # -- tables, filters, neighbours -------------------------------------------------------

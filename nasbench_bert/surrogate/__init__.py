@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..checks import check_bench
+from ..errors import InvalidArgumentError
 from ..data.tables import GLUE_TASKS
 from ..spaces.flexibert import CHOICES_PER_LAYER, Arch
 from .features import (
@@ -50,7 +51,7 @@ __all__ = [
     "Surrogate", "SurrogateResult", "cross_validate", "region_cv", "featurize_indices", "featurize", "decode_indices",
     "surrogate_features", "feature_names", "training_data", "CHOICES_PER_LAYER", "MAX_LAYERS", "SLOT", "TARGETS",
     "FAMILIES", "DEFAULT_FAMILY", "make_family", "GPSurrogate", "RidgeSurrogate", "KNNSurrogate", "GBTSurrogate",
-    "LGBMSurrogate", "EnsembleSurrogate", "Calibrated", "num_params_indices", "flops_indices",
+    "LGBMSurrogate", "EnsembleSurrogate", "Calibrated", "num_params_indices", "flops_indices", "load_or_fit",
 ]
 
 
@@ -91,14 +92,19 @@ class Surrogate:
     part alone.
     """
 
-    def __init__(self, bench: BenchmarkLike, family: str = DEFAULT_FAMILY, features: str = DEFAULT_FEATURES):
+    def __init__(self, bench: BenchmarkLike, family: str = DEFAULT_FAMILY, features: str = DEFAULT_FEATURES, *,
+                 model: Any = None):
+        """Fit ``family`` on ``bench``'s table; or, with ``model`` (a fitted model of that
+        family, e.g. read from the portable file by :func:`.portable.load`), use it as is."""
         bench = check_bench(bench)
         make_family(family)  # validates the name
-        df = bench.to_pandas()
-        X = surrogate_features(df["space_index"].to_numpy(dtype=np.int64), features)
-        Y = df[list(TARGETS)].to_numpy(dtype=float)
+        feature_set(features)
         self.family, self.features = family, features
-        self.model = make_family(family).fit(X, Y)
+        if model is None:
+            df = bench.to_pandas()
+            X = surrogate_features(df["space_index"].to_numpy(dtype=np.int64), features)
+            model = make_family(family).fit(X, df[list(TARGETS)].to_numpy(dtype=float))
+        self.model = model
         self._bench = bench
         self._noise = None
         self._lut: tuple[np.ndarray, np.ndarray] | None = None
@@ -160,3 +166,23 @@ class Surrogate:
         run_sd = np.array([rn.sd.get(int(d), 0.0) for d in depth])
         epi = np.sqrt(np.maximum(s[:, 0] ** 2 - run_sd**2, (0.05 * s[:, 0]) ** 2))
         return m[:, 0], epi, depth
+
+
+def load_or_fit(bench: BenchmarkLike, family: str = DEFAULT_FAMILY, *, refit: bool = False) -> Surrogate:
+    """What ``bench.surrogate(family, refit=)`` returns: the data folder's pinned file
+    (:mod:`.portable`, sha256-checked against the manifest) when it holds one of
+    ``family`` and ``refit`` is False - loaded, not fitted, so everyone with this data
+    release predicts with the same function - else a fit on ``bench``'s table here."""
+    if not isinstance(refit, bool):
+        raise InvalidArgumentError(f"refit = {refit!r} is not allowed; allowed: True or False")
+    make_family(family)
+    data = getattr(bench, "data", None)
+    if not refit and data is not None:
+        from ..data.artifacts import artifact_entry, read_artifact
+        from . import portable
+
+        entry = artifact_entry(data, "surrogate")
+        if entry is not None and entry.get("family") == family:
+            payload = read_artifact(data, "surrogate")
+            return portable.load(bench, payload, sha256=entry["sha256"], where=str(data.path / entry["file"]))
+    return Surrogate(bench, family)

@@ -68,16 +68,28 @@ class GPSurrogate:
             self.__dict__.pop(k, None)
         return self
 
+    def kinv32(self) -> np.ndarray:
+        """K^-1 (training kernel plus noise, inverted from its Cholesky factor) rounded to
+        float32: the one matrix :meth:`predict` uses, and what the portable file stores
+        (:mod:`.portable`), so that a loaded GP predicts bit for bit like the fitted one."""
+        if "_kinv32" not in self.__dict__:
+            Kinv = np.linalg.solve(self.L.T, np.linalg.solve(self.L, np.eye(len(self.Z))))
+            self._kinv32 = Kinv.astype(np.float32)
+        return self._kinv32
+
+    def _prepare(self) -> None:
+        """The float32 copies :meth:`predict` multiplies with, made once."""
+        self.kinv32()
+        if "_z32" not in self.__dict__:
+            self._z32 = self.Z.astype(np.float32)
+            self._zz = (self._z32 * self._z32).sum(1)
+            self._alpha32 = self.alpha.astype(np.float32)
+
     def predict(self, X: np.ndarray, return_std: bool = True, chunk: int = 20_000) -> tuple[np.ndarray, np.ndarray | None]:
         """Predictive mean and std (n, targets) of a new observation (the GP's noise term
         included). Kernel algebra runs in float32 in chunks (fast; the noise term keeps
         the variance well away from float32 round-off)."""
-        if not hasattr(self, "_kinv32"):
-            Kinv = np.linalg.solve(self.L.T, np.linalg.solve(self.L, np.eye(len(self.Z))))
-            self._kinv32 = Kinv.astype(np.float32)
-            self._z32 = self.Z.astype(np.float32)
-            self._zz = (self._z32 * self._z32).sum(1)
-            self._alpha32 = self.alpha.astype(np.float32)
+        self._prepare()
         means, stds = [], []
         g = np.float32(-0.5 / self.lengthscale**2)
         for s in range(0, len(X), chunk):
