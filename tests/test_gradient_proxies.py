@@ -53,16 +53,22 @@ def test_float32_agrees_with_float64(semantics):
 
 
 def test_thread_count_does_not_change_values():
+    """The caller's thread count does not reach the values: the sweep computes with its own
+    fixed count (proxies.sweep.WORKER_THREADS), so they are equal to the last bit (1 and 2
+    threads differed in the last bits before it did)."""
+    import numpy as np
+
     old = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
         one = proxies.compute(ARCHS, GRADIENT, batch=BATCH)
         torch.set_num_threads(2)
         two = proxies.compute(ARCHS, GRADIENT, batch=BATCH)
+        assert torch.get_num_threads() == 2  # and the caller's count is given back
     finally:
         torch.set_num_threads(old)
-    worst = {p: max(_rel(x, y) for x, y in zip(one[p], two[p])) for p in GRADIENT}
-    assert max(worst.values()) <= 1e-4, worst
+    for p in GRADIENT:
+        np.testing.assert_array_equal(one[p].to_numpy(), two[p].to_numpy(), err_msg=p)
 
 
 def test_first_layer_saliency_is_not_rounding():
