@@ -16,6 +16,7 @@ from collections import deque
 import numpy as np
 
 from nasbench_bert import FLEXIBERT_SPACE, Arch, Benchmark, search
+from nasbench_bert.search.oracle import make_oracle
 from nasbench_bert.spaces.flexibert import SPACE_SIZE, arch_at
 from nasbench_bert.surrogate import surrogate_features
 
@@ -45,15 +46,17 @@ def naive_re(bench: Benchmark, steps: int, seed: int = 0) -> float:
 def main() -> None:
     bench = Benchmark.load(progress=False)
     search.run("random", bench, budget=10)  # warm caches
+    # search.run refuses a budget above the table's distinct archs (491): time that many steps
+    steps = make_oracle("tabular", bench).max_evaluations
     t = time.perf_counter()
-    naive_re(bench, 1000)
+    naive_re(bench, steps)
     base = time.perf_counter() - t
     t = time.perf_counter()
-    tr = search.run("regularized_evolution", bench, budget=1000, seed=0)
+    tr = search.run("regularized_evolution", bench, budget=steps, seed=0)
     ours = time.perf_counter() - t
     print("# search and surrogate")
-    print(f"{'1,000 RE steps, per-call public API':40s} {base:8.3f} s (baseline)")
-    print(f"{'1,000 RE steps, search.run':40s} {ours:8.3f} s   {base / ours:.1f}x faster (target <= 0.5 s)  best GLUE {tr.best_glue:.3f}")
+    print(f"{f'{steps} RE steps, per-call public API':40s} {base:8.3f} s (baseline)")
+    print(f"{f'{steps} RE steps, search.run':40s} {ours:8.3f} s   {base / ours:.1f}x faster (target <= 0.25 s)  best GLUE {tr.best_glue:.3f}")
 
     sur = bench.surrogate()
     rng = np.random.default_rng(0)

@@ -112,3 +112,33 @@ def test_build_entry_lines_quote_user_paths_verbatim(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"in {results}" in out, out
     assert bcli.console._markup is False and bcli.console._emoji is False
+
+
+# -- item 3: a search budget above what the oracle can answer is refused ---------------------------
+def test_cli_search_budget_above_the_table_is_refused_with_the_bound(data_dir):
+    """It ran with an ETA of trillions of hours; now one line states the bound, at once."""
+    r = subprocess.run([sys.executable, "-m", "nasbench_bert.cli", "search", "run", "--budget", "99999999999999999999"],
+                       capture_output=True, text=True, env={**os.environ, "NASBENCH_BERT_DATA": str(data_dir)}, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert "budget = 99999999999999999999" in r.stderr and "491" in r.stderr, r.stderr
+    assert "evaluations" not in r.stderr.split("error:")[0]  # no progress line: nothing ran
+
+
+def test_search_run_refuses_budgets_beyond_the_oracle(bench):
+    from nasbench_bert import InvalidArgumentError, search
+    from nasbench_bert.search.oracle import make_oracle
+    from nasbench_bert.spaces.flexibert import FLEXIBERT_SPACE
+
+    distinct = len(set(bench.archs))
+    assert make_oracle("tabular", bench).max_evaluations == distinct == 491
+    with pytest.raises(InvalidArgumentError, match=rf"budget = {distinct + 1} .*1 \.\.\. {distinct}"):
+        search.run("random", bench, budget=distinct + 1)
+    with pytest.raises(InvalidArgumentError, match=r"10,621,440"):
+        search.run("random", bench, budget=FLEXIBERT_SPACE.size + 1, oracle="surrogate")
+    with pytest.raises(InvalidArgumentError, match=rf"budget = {10**20}"):
+        search.compare(bench, ["random"], seeds=2, budget=10**20)
+    # a time budget alone is bounded by the simulated seconds of evaluating every arch once
+    total = float(sum(bench.query(a, charge=False).time_to_train for a in dict.fromkeys(bench.archs)))
+    with pytest.raises(InvalidArgumentError, match=r"time_budget"):
+        search.run("random", bench, budget=None, time_budget=total * 2)
+    assert len(search.run("random", bench, budget=distinct, seed=0)) == distinct  # the bound itself is allowed

@@ -101,6 +101,25 @@ class Oracle(ABC):
         #: where evaluations are reported as they happen (set by ``search.run(progress=True)``)
         self.progress: Progress | None = None
 
+    # -- what a search may ask of it ------------------------------------------------------
+    @property
+    def max_evaluations(self) -> int | None:
+        """The most evaluations a search on this oracle may be budgeted: the number of
+        distinct archs it answers for (a larger budget could only re-ask the same archs,
+        and would run for as long as its ETA says). None: unbounded (an oracle that does
+        not say)."""
+        return None
+
+    @property
+    def max_seconds(self) -> float | None:
+        """Simulated seconds of evaluating every arch it answers for once: the most a
+        time budget alone (no evaluation count) may hold. None: unbounded."""
+        return None
+
+    def archs_described(self) -> str:
+        """What :attr:`max_evaluations` counts, for the error that states the bound."""
+        return f"the {self.name or type(self).__name__} oracle answers for {self.max_evaluations} archs"
+
     # -- what an implementation supplies --------------------------------------------------
     @abstractmethod
     def sample(self, rng: np.random.Generator) -> Arch:
@@ -179,6 +198,17 @@ class _TableOracle(Oracle):
         self._time = {a: t for a, (_, t) in table.items()}
         self._index = {a: i for i, a in enumerate(self.archs)}
         self._codes = np.stack([field_codes(a) for a in self.archs])
+
+    @property
+    def max_evaluations(self) -> int:
+        return len(self.archs)
+
+    @property
+    def max_seconds(self) -> float:
+        return float(sum(self._time.values()))
+
+    def archs_described(self) -> str:
+        return f"the {self.name} oracle answers for the {len(self.archs):,} distinct archs of its table"
 
     def sample(self, rng: np.random.Generator) -> Arch:
         return self.archs[int(rng.integers(len(self.archs)))]
@@ -264,6 +294,17 @@ class SurrogateOracle(Oracle):
         self._runs: dict[int, int] = {}
         self._runs_of: list[dict[str, Any]] | None = None
         self._fidelity: Any = None
+
+    @property
+    def max_evaluations(self) -> int:
+        return SPACE_SIZE
+
+    @property
+    def max_seconds(self) -> float:
+        return SPACE_SIZE * self._mean_time
+
+    def archs_described(self) -> str:
+        return f"the {self.name} oracle answers for the {SPACE_SIZE:,} archs of the FlexiBERT space"
 
     def sample(self, rng: np.random.Generator) -> Arch:
         return arch_at(int(rng.integers(SPACE_SIZE)))

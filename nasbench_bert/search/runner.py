@@ -63,6 +63,28 @@ def _positive_int(name: str, v: Any) -> None:
         raise InvalidArgumentError(f"{name} = {v!r} is not allowed; allowed: a positive integer")
 
 
+def check_budget(orc: Oracle, budget: int | None, time_budget: float | None) -> None:
+    """Refuse a budget above what ``orc`` can answer, before the search starts.
+
+    ``budget`` counts evaluations: more than the oracle's distinct archs
+    (:attr:`~.oracle.Oracle.max_evaluations`: the table's archs, the space's 10,621,440
+    for the surrogate) could only re-ask archs already answered, and a budget such as
+    10**20 would run with an ETA of trillions of hours. A ``time_budget`` alone (no
+    evaluation count) is bounded by the simulated seconds of evaluating every arch once
+    (:attr:`~.oracle.Oracle.max_seconds`); with ``budget`` given, that count bounds the run.
+    """
+    bound = orc.max_evaluations
+    if budget is not None and bound is not None and budget > bound:
+        raise InvalidArgumentError(f"budget = {budget!r} is not allowed: a budget counts evaluations, and "
+                                   f"{orc.archs_described()}; allowed: 1 ... {bound}")
+    seconds = orc.max_seconds
+    if budget is None and time_budget is not None and seconds is not None and time_budget > seconds:
+        raise InvalidArgumentError(f"time_budget = {time_budget!r} is not allowed without budget: "
+                                   f"{orc.archs_described()}, and evaluating each once costs {seconds:,.0f} simulated "
+                                   "seconds; allowed: "
+                                   f"0 < time_budget <= {seconds:.0f}, or give budget (evaluations, at most {bound})")
+
+
 def run(algorithm: str, bench: BenchmarkLike, *, budget: int | None = 100, time_budget: float | None = None, seed: int = 0,
         oracle: "str | Oracle | None" = None, mode: str | None = None, progress: bool = False, **params: Any) -> Trajectory:
     """Run ``algorithm`` (a name in :data:`~.algorithms.ALGORITHMS`) on ``bench``;
@@ -97,6 +119,7 @@ def run(algorithm: str, bench: BenchmarkLike, *, budget: int | None = 100, time_
     if unknown:
         raise InvalidArgumentError(f"parameter(s) {unknown} not allowed for algorithm {algorithm!r}; allowed: {known}")
     orc = make_oracle(kind, bench, Budget(limit=time_budget, max_queries=budget))
+    check_budget(orc, budget, time_budget)
     orc.evaluations, orc.proxy_seconds = [], 0.0
     with Progress(f"{algorithm} ({orc.name}): evaluations", budget or 0, enabled=check_bool("progress", progress)) as bar:
         orc.progress = bar if progress else None
