@@ -508,6 +508,7 @@ def build_tables(
     by name that holds no measurement raises :class:`DataNotFoundError` before any work.
     ``hardware=False`` builds without a measurement whatever is there.
     """
+    from rich.console import Console
     from rich.progress import Progress
 
     if hardware is not None and hardware is not False and measured_hardware(hardware) is None:
@@ -517,7 +518,7 @@ def build_tables(
 
     with tempfile.TemporaryDirectory(prefix="nasbench-bert-fetch-") as tmp:
         rel = fetch_release(source, Path(tmp))
-        with Progress(disable=not progress, transient=True) as bar:
+        with Progress(console=Console(stderr=True), disable=not progress, transient=True) as bar:
             task = bar.add_task("building nasbench-bert tables", total=10)
             sources = {f: sha256_file(rel / f) for f in FILES}
             modified = {f: h for f, h in sources.items() if h != PINNED_SHA256[f]}
