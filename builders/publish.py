@@ -5,8 +5,11 @@
 
 The commit holds ``README.md`` (a dataset card whose YAML header carries the licences,
 the citation and one ``configs:`` entry per table, so ``datasets.load_dataset(repo,
-name)`` loads each table directly), ``v1/manifest.json`` and ``v1/<table>.parquet``.
-Readers (:mod:`nasbench_bert.data.hub`) verify every table against that manifest.
+name)`` loads each table directly, and a section on what changed since the previous
+schema), ``v2/manifest.json`` and ``v2/<table>.parquet``. Readers
+(:mod:`nasbench_bert.data.hub`) verify every table against that manifest. A repository
+that held schema 1 keeps its ``v1/`` folder (this commit adds ``v2/`` beside it), so
+installs of nasbench-bert 0.2 that follow ``main`` keep working.
 
 The tables are verified before anything is uploaded: a corrupt local build is never
 published.
@@ -19,9 +22,10 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from nasbench_bert.data.artifacts import read_artifact
 from nasbench_bert.data.hub import DEFAULT_REPO_ID, REPO_TYPE, check_repo_id
 from nasbench_bert.data.resolve import resolve
-from nasbench_bert.data.tables import MANIFEST, TABLES, VERSION_DIR, DataDir
+from nasbench_bert.data.tables import MANIFEST, SCHEMA_VERSION, TABLES, VERSION_DIR, DataDir
 
 CITATION = """\
 @inproceedings{serianni2023training,
@@ -39,6 +43,30 @@ CITATION = """\
   pages   = {45736--45747},
   year    = {2022},
 }"""
+
+
+def schema_changes(manifest: dict) -> str:
+    """The card's "What changed" section, from the manifest's ``renamed_columns``: a
+    user who pinned the previous schema's revision learns which names to change."""
+    renamed = manifest.get("renamed_columns", {})
+    rows = "\n".join(f"| `{table}` | `{old}` | `{new}` |" for table in sorted(renamed)
+                     for old, new in renamed[table].items())
+    return f"""## What changed in schema {SCHEMA_VERSION}
+
+Schema {SCHEMA_VERSION} (nasbench-bert 0.3) names every column by one rule: a column whose value depends on
+which model an arch string is read as ends in that model's semantics (`as_specified`, `authors`,
+`as_trained`), in every table; NAS-Bench-NLP's counts and the hardware table's (whose rows name
+their semantics) keep `num_params`. The values are unchanged; only these columns were renamed:
+
+| table | schema 1 name | schema {SCHEMA_VERSION} name |
+|---|---|---|
+{rows}
+
+The schema-1 files, where this repository had them, stay in `v1/` for nasbench-bert 0.2. In
+nasbench-bert 0.3 the old names still answer (`df["num_params"]`, `result.num_params`,
+`nasbench-bert export --legacy-names`) with a `DeprecationWarning` naming the new one; 0.4
+removes them. nasbench-bert 0.3 refuses a revision with only `v1/` and says how to build
+schema {SCHEMA_VERSION} locally (`nasbench-bert build-data`)."""
 
 
 def dataset_card(manifest: dict) -> str:
@@ -82,8 +110,10 @@ or directly with `datasets.load_dataset("<this repo>", "flexibert")`.
 |---|---|---|---|
 {rows}
 
-`{VERSION_DIR}/{MANIFEST}` records the sha256 and size of every table and of every release
-file the tables were built from; `nasbench-bert` refuses files that do not match it.
+`{VERSION_DIR}/{MANIFEST}` records the schema version, the sha256 and size of every table and of
+every release file the tables were built from; `nasbench-bert` refuses files that do not match it.
+
+{schema_changes(manifest)}
 
 ## What is known about the data
 
@@ -109,7 +139,7 @@ file the tables were built from; `nasbench-bert` refuses files that do not match
 * `nlp_*` tables: built from NAS-Bench-NLP (Klyuchnikov et al., IEEE Access 2022;
   github.com/fmsnew/nas-bench-nlp-release), **Apache-2.0**.
 * `flexibert_hardware`: measured by nasbench-bert (CPU latency, peak memory, FLOPs of each
-  arch's encoder under each semantics; the machine is in `v1/manifest.json` under
+  arch's encoder under each semantics; the machine is in `{VERSION_DIR}/{MANIFEST}` under
   `hardware`), **CC BY 4.0** like the data it is keyed to.
 
 The other tables are a re-encoding of those releases (no new training); see the package's
@@ -150,6 +180,8 @@ def publish(
     ops.append(CommitOperationAdd(path_in_repo=f"{VERSION_DIR}/{MANIFEST}", path_or_fileobj=str(d.path / MANIFEST)))
     for name in d.names:
         ops.append(CommitOperationAdd(path_in_repo=f"{VERSION_DIR}/{d.manifest['tables'][name]['file']}", path_or_fileobj=str(d.table_path(name))))
+    for name, entry in sorted(d.manifest.get("artifacts", {}).items()):  # verified like the tables before upload
+        ops.append(CommitOperationAdd(path_in_repo=f"{VERSION_DIR}/{entry['file']}", path_or_fileobj=read_artifact(d, name)))
     srcs = d.manifest.get("sources", {})
     info = api.create_commit(
         repo_id, ops, repo_type=REPO_TYPE, revision=revision,

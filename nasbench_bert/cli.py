@@ -54,10 +54,10 @@ def cmd_info(args: argparse.Namespace) -> None:
     console.print(t)
     df = bench.to_pandas()
     s = Table(title="FlexiBERT summary (GLUE dev, mean of 8 tasks)")
-    for c in ("hidden", "layers", "archs", "GLUE mean", "GLUE best", "params (faithful, M)"):
+    for c in ("hidden", "layers", "archs", "GLUE mean", "GLUE best", "params (as specified, M)"):
         s.add_column(c)
     for (h, n), g in df.groupby(["hidden_size", "num_layers"]):
-        s.add_row(str(h), str(n), str(len(g)), f"{g.glue.mean():.2f}", f"{g.glue.max():.2f}", f"{g.num_params.mean() / 1e6:.2f}")
+        s.add_row(str(h), str(n), str(len(g)), f"{g.glue.mean():.2f}", f"{g.glue.max():.2f}", f"{g.num_params_as_specified.mean() / 1e6:.2f}")
     console.print(s)
     console.print(
         f"space size {cov['flexibert_space_size']:,}; curves for ids {cov['flexibert_curve_ids']}\n"
@@ -146,6 +146,13 @@ def cmd_export(args: argparse.Namespace) -> None:
     bench = _bench(args)
     name = args.table
     df = bench.to_pandas() if name == "flexibert" else bench.data.table(name).to_pandas()
+    if args.legacy_names:  # the file as data release 1 named its columns, until 0.4; stderr says what replaces them
+        from .data.columns import RENAMED, legacy_message
+
+        back = {new: old for old, new in RENAMED.get(name, {}).items()}
+        df = df.rename(columns=back)
+        for new, old in back.items():
+            err_console.print(f"deprecated: {legacy_message(old, new)}", highlight=False)
     out = Path(args.out)
     _write_frame(df, out)  # atomic: a failed export leaves no partial file
     console.print(f"wrote {len(df):,} rows of {name} to {out}")
@@ -565,6 +572,9 @@ def _add_export(sub: Any) -> None:
     e = sub.add_parser("export", help="export a table to CSV or parquet")
     e.add_argument("table", choices=sorted(TABLES), help="which table")
     e.add_argument("--out", required=True, help="output file (.csv or .parquet), written atomically")
+    e.add_argument("--legacy-names", action="store_true",
+                   help="write the data release 1 column names (num_params, num_params_seed_compat; deprecated, "
+                        "removed in 0.4)")
     e.set_defaults(fn=cmd_export)
 
 

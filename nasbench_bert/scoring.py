@@ -52,12 +52,13 @@ from scipy.stats import ConstantInputWarning, kendalltau, spearmanr
 from . import metrics
 from .benchmark.flexibert import ensure_benchmark
 from .checks import check_choice, check_int, check_names, check_real, check_seed
+from .data.columns import canonical_column
 from .data.tables import FLEXIBERT_PROXY_COLUMNS, GLUE_TASKS, NLP_PROXY_COLUMNS
 from .errors import InputRowsWarning, InvalidArgumentError
 from .proxies import baselines as _baselines  # torch-free: registers the trivial spec baselines
 from .proxies import nsc as _nsc  # noqa: F401  (torch-free: registers the NSC and ZeroLM closed forms)
 from .proxies import registry  # torch-free: the declarations, not the proxies
-from .semantics import AS_SPECIFIED
+from .semantics import AS_SPECIFIED, PARAM_COLUMNS
 from .sizes import flexibert_num_params, nlp_num_params
 from .spaces.flexibert import Arch
 from .vocabulary import SPACES, BenchmarkLike, SpaceName
@@ -574,6 +575,9 @@ def _bench(bench: BenchmarkLike | None) -> BenchmarkLike:
 
 def _flexibert_lookup(df: pd.DataFrame, target: str, bench: BenchmarkLike | None) -> np.ndarray:
     flex = _bench(bench).to_pandas()
+    # scoring's size name "num_params" (the default control) is FlexiBERT's as-specified count; the other
+    # data release 1 name (num_params_seed_compat) answers with a DeprecationWarning (data.columns)
+    target = "num_params_as_specified" if target == "num_params" else canonical_column(target, flex.columns)
     if "id" in df:
         m = dict(zip(flex.id, flex[target]))
         return np.array([m.get(k, np.nan) for k in df["id"]], dtype=float)
@@ -601,8 +605,7 @@ def _flexibert_stored(bench: BenchmarkLike | None) -> pd.DataFrame:
     p = bench.data.table("flexibert_proxies").to_pandas()
     if "activation_distance_hook_multiplicity" in p:  # the per-pass value (docs/errata.md)
         p["activation_distance_dedup"] = p["activation_distance"] / p.pop("activation_distance_hook_multiplicity")
-    f = bench.to_pandas()[["id", "glue", "num_params", "num_params_as_trained"]].rename(
-        columns={"num_params": "num_params_faithful"})
+    f = bench.to_pandas()[["id", "glue", "num_params_as_specified", "num_params_as_trained"]]
     return p.merge(f, on="id")
 
 
@@ -786,10 +789,10 @@ class ScoringSpace:
 #: one per search space of the package vocabulary (:data:`~nasbench_bert.vocabulary.SPACES`)
 SCORING_SPACES: dict[SpaceName, ScoringSpace] = {
     "flexibert": ScoringSpace(
-        "flexibert", ("glue", *GLUE_TASKS, "num_params", "num_params_seed_compat", "num_params_as_trained"),
+        "flexibert", ("glue", *GLUE_TASKS, *PARAM_COLUMNS.values()),
         _flexibert_lookup, _flexibert_stored, "glue",
         lambda df: [*FLEXIBERT_PROXY_COLUMNS.values(), *(["activation_distance_dedup"] if "activation_distance_dedup" in df else []),
-                    "num_params_faithful", "num_params_as_trained"],
+                    "num_params_as_specified", "num_params_as_trained"],
         "num_params_as_trained", _flexibert_context, _flexibert_keys),
     "nlp": ScoringSpace(
         "nlp", ("test_loss", "wikitext2_loss", "num_params"), _nlp_lookup, lambda bench: _bench(bench).nlp.ptb.copy(),

@@ -258,12 +258,11 @@ SEMANTICS_NAMES: tuple[str, ...] = tuple(_BY_NAME)
 
 SemanticsLike = Semantics | str
 
-#: where each semantics' parameter count lives in the FlexiBERT table. The canonical name
-#: is ``num_params_<semantics>``; the release-era columns keep their names, and
-#: :class:`~nasbench_bert.FlexiBERTResult` answers to both (``num_params`` is
-#: ``num_params_as_specified``, ``num_params_seed_compat`` is ``num_params_authors``)
-PARAM_COLUMNS: dict[str, str] = {"as_specified": "num_params", "authors": "num_params_seed_compat",
-                                 "as_trained": "num_params_as_trained"}
+#: where each semantics' parameter count lives in the FlexiBERT table and the result
+#: objects: ``num_params_<semantics>`` (schema 2; docs/data.md, "Column names"). Data
+#: release 1 called two of them ``num_params`` and ``num_params_seed_compat``; those names
+#: answer with a ``DeprecationWarning`` until 0.4 (:mod:`nasbench_bert.data.columns`)
+PARAM_COLUMNS: dict[str, str] = {name: f"num_params_{name}" for name in ("as_specified", "authors", "as_trained")}
 
 # -- the default-semantics policy, stated once ---------------------------------------------
 #: the default where code reproduces or measures the benchmark's models (the ELECTRA

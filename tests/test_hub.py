@@ -18,7 +18,7 @@ import pytest
 from nasbench_bert import Benchmark, DataIntegrityError, DataNotFoundError
 from nasbench_bert import SourceUnavailableWarning
 from nasbench_bert.data.hub import hub_cache_dir, materialised_dir
-from nasbench_bert.data.tables import TABLES, DataDir
+from nasbench_bert.data.tables import TABLES, VERSION_DIR, DataDir
 
 from conftest import ROOT, UPSTREAM
 from hubserver import HubServer
@@ -54,23 +54,26 @@ def test_publish_is_one_commit_with_card_manifest_and_tables(hub, data_dir):
     files = repo.commits[hub.published]
     d = DataDir.open(data_dir)
     assert set(TABLES) - set(d.names) <= {"flexibert_hardware"}  # every required table is published
-    expected = {"README.md", ".gitattributes", "v1/manifest.json"} | {f"v1/{n}.parquet" for n in d.names}
+    expected = {"README.md", ".gitattributes", f"{VERSION_DIR}/manifest.json"} | {f"{VERSION_DIR}/{n}.parquet" for n in d.names}
     assert set(files) == expected
     for n in d.names:
-        assert files[f"v1/{n}.parquet"] == d.table_path(n).read_bytes()
+        assert files[f"{VERSION_DIR}/{n}.parquet"] == d.table_path(n).read_bytes()
     card = files["README.md"].decode()
     import yaml
 
     meta = yaml.safe_load(card.split("---")[1])
     assert set(meta["license"]) == {"cc-by-4.0", "apache-2.0"}
-    assert {c["config_name"]: c["data_files"][0]["path"] for c in meta["configs"]} == {n: f"v1/{n}.parquet" for n in d.names}
+    assert {c["config_name"]: c["data_files"][0]["path"] for c in meta["configs"]} == {n: f"{VERSION_DIR}/{n}.parquet" for n in d.names}
     assert "serianni2023training" in card and "klyuchnikov2022nasbenchnlp" in card
     assert "## What is known about the data" in card and "Operation types" in card
+    # what changed since schema 1, from the manifest: every renamed column, old and new name
+    assert f"## What changed in schema {d.manifest['schema_version']}" in card
+    assert all(f"| `{t}` | `{old}` | `{new}` |" in card for t, m in d.manifest["renamed_columns"].items() for old, new in m.items())
 
 
 def test_download_load_query_equals_local(hub, cache, bench):
     b = Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url)
-    assert b.data.path == materialised_dir(REPO, hub.published) / "v1"
+    assert b.data.path == materialised_dir(REPO, hub.published) / VERSION_DIR
     pd.testing.assert_frame_equal(b.to_pandas(), bench.to_pandas())
     assert b.query(17).to_dict() == bench.query(17).to_dict()
     assert b.nlp.query(int(bench.nlp.ptb.recipe_id.iloc[5]), "ptb").to_dict() == bench.nlp.query(int(bench.nlp.ptb.recipe_id.iloc[5]), "ptb").to_dict()
@@ -117,7 +120,7 @@ def test_hf_endpoint_env_is_honoured(hub, cache):
 
 
 def test_dropped_connection_is_retried(hub, cache, bench):
-    hub.faults["v1/nlp_ptb.parquet"] = "drop"
+    hub.faults[f"{VERSION_DIR}/nlp_ptb.parquet"] = "drop"
     b = Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url)
     gets = [p for (m, p, _) in _resolves(hub) if m == "GET" and p.endswith("nlp_ptb.parquet")]
     assert len(gets) == 2  # cut half-way, fetched again
@@ -127,7 +130,7 @@ def test_dropped_connection_is_retried(hub, cache, bench):
 def test_interrupted_download_resumes_without_refetching(hub, cache, bench):
     # tables are fetched in name order; the 4th fails, so 3 are already in the cache
     names = bench.data.names
-    hub.faults[f"v1/{names[3]}.parquet"] = "500"
+    hub.faults[f"{VERSION_DIR}/{names[3]}.parquet"] = "500"
     with pytest.raises(DataNotFoundError, match=f"{names[3]}.parquet"):
         Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url)
     hub.log.clear()
@@ -141,21 +144,21 @@ def test_corrupted_file_is_refused_and_good_copy_kept(hub, cache, data_dir):
     good = Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url).data.path
     before = {p.name: p.read_bytes() for p in good.iterdir()}
     # a new commit whose table is corrupted (same size, different bytes)
-    raw = bytearray((data_dir / "v1" / "flexibert.parquet").read_bytes())
+    raw = bytearray((data_dir / VERSION_DIR / "flexibert.parquet").read_bytes())
     raw[len(raw) // 2] ^= 0xFF
-    bad = hub.commit(REPO, "main", {"v1/flexibert.parquet": bytes(raw)})
+    bad = hub.commit(REPO, "main", {f"{VERSION_DIR}/flexibert.parquet": bytes(raw)})
     with pytest.raises(DataIntegrityError, match=r"flexibert.*sha256"):
         Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url)
     assert not materialised_dir(REPO, bad).exists()
     assert {p.name: p.read_bytes() for p in good.iterdir()} == before
     # the bad blob was evicted: once the server is fixed, the next load downloads again
-    hub.tamper(REPO, "v1/flexibert.parquet", (data_dir / "v1" / "flexibert.parquet").read_bytes())
+    hub.tamper(REPO, f"{VERSION_DIR}/flexibert.parquet", (data_dir / VERSION_DIR / "flexibert.parquet").read_bytes())
     assert len(Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url)) == 500
 
 
 def test_truncated_file_is_refused(hub, cache, data_dir):
-    raw = (data_dir / "v1" / "nlp_wikitext2.parquet").read_bytes()
-    bad = hub.tamper(REPO, "v1/nlp_wikitext2.parquet", raw[: len(raw) // 3])
+    raw = (data_dir / VERSION_DIR / "nlp_wikitext2.parquet").read_bytes()
+    bad = hub.tamper(REPO, f"{VERSION_DIR}/nlp_wikitext2.parquet", raw[: len(raw) // 3])
     with pytest.raises(DataIntegrityError, match=r"nlp_wikitext2.*bytes.*truncated"):
         Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url)
     assert not materialised_dir(REPO, bad).exists()
@@ -163,8 +166,8 @@ def test_truncated_file_is_refused(hub, cache, data_dir):
 
 def test_missing_file_repo_and_revision(hub, cache):
     hub.commit(REPO, "broken", {})  # a branch without tables
-    hub.repos[REPO].branches["broken"] = hub.commit(REPO, "broken", {"v1/manifest.json": None})
-    with pytest.raises(DataNotFoundError, match="no file 'v1/manifest.json'"):
+    hub.repos[REPO].branches["broken"] = hub.commit(REPO, "broken", {f"{VERSION_DIR}/manifest.json": None})
+    with pytest.raises(DataNotFoundError, match=f"no file '{VERSION_DIR}/manifest.json'"):
         Benchmark.load(source="hub", repo_id=REPO, revision="broken", endpoint=hub.url)
     with pytest.raises(DataNotFoundError, match="repository not found"):
         Benchmark.load(source="hub", repo_id="nobody/nothing", endpoint=hub.url)
@@ -181,7 +184,7 @@ def test_sources_fall_through_in_order(hub, cache):
         dead = f"hub:{empty_mirror.url}"
         with pytest.warns(SourceUnavailableWarning, match=rf"(?s)'{dead}' failed.*repository not found.*trying 'hub:{hub.url}'"):
             b = Benchmark.load(source=[dead, f"hub:{hub.url}", "release"], repo_id=REPO, revision="main")
-        assert len(b) == 500 and b.data.path == materialised_dir(REPO, hub.published) / "v1"
+        assert len(b) == 500 and b.data.path == materialised_dir(REPO, hub.published) / VERSION_DIR
         # every source dead: one error listing each reason, in order. (A repository that
         # was downloaded before is served from the cache when the endpoint fails, the way
         # huggingface_hub does; so this uses one never downloaded.)
@@ -215,7 +218,7 @@ def test_cli_download(hub, cache):
     )
     assert out.returncode == 0, out.stderr
     assert hub.published in out.stdout
-    assert (materialised_dir(REPO, hub.published) / "v1" / "manifest.json").is_file()
+    assert (materialised_dir(REPO, hub.published) / VERSION_DIR / "manifest.json").is_file()
     assert hub_cache_dir().is_dir()
 
 
@@ -251,7 +254,7 @@ def test_unreachable_hub_is_named_as_such(cache):
 def test_download_has_an_overall_deadline(hub, cache):
     from nasbench_bert.data.hub import download
 
-    hub.faults["v1/manifest.json"] = "slow"
+    hub.faults[f"{VERSION_DIR}/manifest.json"] = "slow"
     with pytest.raises(DataNotFoundError, match="did not finish within timeout=1"):
         download(REPO, "main", endpoint=hub.url, timeout=1)
 
@@ -261,12 +264,31 @@ def test_foreign_manifest_is_refused_before_anything_is_kept(hub, cache):
     materialised or kept in the download cache."""
     from nasbench_bert.data.hub import download, hub_cache_dir
 
-    good = json.loads(hub.repos[REPO].commits[hub.resolve_rev(REPO, "main")]["v1/manifest.json"])
+    good = json.loads(hub.repos[REPO].commits[hub.resolve_rev(REPO, "main")][f"{VERSION_DIR}/manifest.json"])
     for bad in (dict(good, schema_version=99),
                 dict(good, tables=dict(good["tables"], nlp_ptb=dict(good["tables"]["nlp_ptb"], file="../escape.parquet")))):
-        hub.commit(REPO, "evil", {"v1/manifest.json": json.dumps(bad).encode()})
+        hub.commit(REPO, "evil", {f"{VERSION_DIR}/manifest.json": json.dumps(bad).encode()})
         with pytest.raises(DataIntegrityError):
             download(REPO, "evil", endpoint=hub.url)
         assert not list((cache / "hub").glob("nasbench-bert--test-tables/*")), "nothing materialised"
         assert not [p for p in hub_cache_dir().rglob("manifest.json") if p.resolve().is_file()
                     and json.loads(p.read_text()) == bad], "the bad manifest was evicted"
+
+
+def test_a_revision_with_only_schema_1_tables_is_refused_with_one_line(hub, cache, data_dir):
+    """A revision published by nasbench-bert 0.2 (``v1/`` only) is never read with the
+    wrong column names: one line says to use a schema-2 revision or build locally."""
+    from nasbench_bert import StaleDataError
+
+    files = hub.repos[REPO].commits[hub.published]
+    old = {p: None for p in files if p.startswith(f"{VERSION_DIR}/")}
+    old.update({"v1/" + p[len(VERSION_DIR) + 1:]: c for p, c in files.items() if p.startswith(f"{VERSION_DIR}/")})
+    m = json.loads(old["v1/manifest.json"])
+    old["v1/manifest.json"] = json.dumps(dict(m, schema_version=1)).encode()
+    hub.commit(REPO, "schema1", {})
+    sha = hub.commit(REPO, "schema1", old)
+    with pytest.raises(StaleDataError) as e:
+        Benchmark.load(source="hub", repo_id=REPO, revision="schema1", endpoint=hub.url)
+    msg = str(e.value)
+    assert "\n" not in msg and "schema-1 tables only" in msg and "`nasbench-bert build-data`" in msg, msg
+    assert not materialised_dir(REPO, sha).exists()

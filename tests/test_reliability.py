@@ -24,7 +24,7 @@ from nasbench_bert import (
     Recipe, parse_recipe, recipe_hash,
 )
 from nasbench_bert.data.release import FILES, build_tables
-from nasbench_bert.data.tables import DataDir, write_dataset
+from nasbench_bert.data.tables import VERSION_DIR, DataDir, write_dataset
 
 PARAMS = "training-free-nas/data/RNN_parameters.csv"
 
@@ -58,10 +58,10 @@ def test_1_corrupt_release_is_refused_and_good_tables_stay(kind, release_copy, t
     rel = _damaged(release_copy, tmp_path, PARAMS, data)
     out = tmp_path / "data"
     shutil.copytree(data_dir, out)
-    before = (out / "v1" / "manifest.json").read_bytes()
+    before = (out / VERSION_DIR / "manifest.json").read_bytes()
     with pytest.raises(DataIntegrityError, match="RNN_parameters.csv"):
         build_tables(rel, out, progress=False)
-    assert (out / "v1" / "manifest.json").read_bytes() == before  # the good tables were not replaced
+    assert (out / VERSION_DIR / "manifest.json").read_bytes() == before  # the good tables were not replaced
     DataDir.open(out).verify_all()
 
 
@@ -81,7 +81,7 @@ def test_1_modified_release_opt_out_is_recorded_and_still_checked(release_copy, 
 
 # -- 2: malformed manifests and swapped tables ----------------------------------------------
 def test_2_malformed_manifests_raise_data_integrity_errors(data_dir, tmp_path):
-    good = json.loads((data_dir / "v1" / "manifest.json").read_text())
+    good = json.loads((data_dir / VERSION_DIR / "manifest.json").read_text())
     t0 = dict(good["tables"]["flexibert"])
     variants = [[], None, dict(good, tables=None), dict(good, tables={}), "text", 3]
     for key in ("file", "bytes", "sha256", "rows"):
@@ -92,7 +92,7 @@ def test_2_malformed_manifests_raise_data_integrity_errors(data_dir, tmp_path):
     for i, m in enumerate(variants):
         d = tmp_path / f"d{i}"
         shutil.copytree(data_dir, d)
-        (d / "v1" / "manifest.json").write_text(json.dumps(m))
+        (d / VERSION_DIR / "manifest.json").write_text(json.dumps(m))
         with pytest.raises(DataIntegrityError):
             DataDir.open(d)
 
@@ -100,9 +100,9 @@ def test_2_malformed_manifests_raise_data_integrity_errors(data_dir, tmp_path):
 def test_2_a_swapped_table_never_loads_as_another(data_dir, tmp_path):
     d = tmp_path / "swap"
     shutil.copytree(data_dir, d)
-    m = json.loads((d / "v1" / "manifest.json").read_text())
+    m = json.loads((d / VERSION_DIR / "manifest.json").read_text())
     m["tables"]["nlp_ptb"] = dict(m["tables"]["nlp_wikitext2"])  # the manifest agrees with the swapped file
-    (d / "v1" / "manifest.json").write_text(json.dumps(m))
+    (d / VERSION_DIR / "manifest.json").write_text(json.dumps(m))
     with pytest.raises(DataIntegrityError, match="swapped"):
         DataDir.open(d).table("nlp_ptb")
 
@@ -113,7 +113,7 @@ def test_2_tables_of_another_version_are_named_stale_and_a_stale_user_cache_is_r
 
     stale = tmp_path / "cache"
     shutil.copytree(data_dir, stale)
-    mpath = stale / "v1" / "manifest.json"
+    mpath = stale / VERSION_DIR / "manifest.json"
     m = json.loads(mpath.read_text())
     m["tables"]["flexibert_curves"]["columns"].remove("status")  # as an older nasbench-bert wrote it
     mpath.write_text(json.dumps(m))
@@ -123,7 +123,7 @@ def test_2_tables_of_another_version_are_named_stale_and_a_stale_user_cache_is_r
     monkeypatch.delenv("NASBENCH_BERT_DATA", raising=False)
     with pytest.warns(SourceUnavailableWarning, match="another nasbench-bert version"):
         d = resolve(progress=False)  # the user cache is the package's own build output: rebuilt
-    assert d.path == stale / "v1" and "status" in d.table("flexibert_curves").column_names
+    assert d.path == stale / VERSION_DIR and "status" in d.table("flexibert_curves").column_names
     with pytest.raises(StaleDataError):
         mpath.write_text(json.dumps(m))
         resolve(hub=False, build=False)
@@ -153,7 +153,7 @@ def test_3_unparseable_release_files_name_themselves(rel, data, name, release_co
 def test_4_the_advice_names_a_command_that_exists(data_dir, tmp_path):
     d = tmp_path / "d"
     shutil.copytree(data_dir, d)
-    (d / "v1" / "flexibert.parquet").write_bytes(b"x")
+    (d / VERSION_DIR / "flexibert.parquet").write_bytes(b"x")
     with pytest.raises(DataIntegrityError, match=r"build-data --force --out") as e:
         DataDir.open(d).table("flexibert")
     cmd = str(e.value).split("`")[1]  # e.g. nasbench-bert build-data --force --out <d>
@@ -425,9 +425,9 @@ def test_15_kill_between_renames_is_recovered(data_dir, tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         write_dataset(tables, d, {}, extra=None)
     monkeypatch.setattr(atomic.os, "replace", real)
-    assert not (d / "v1").exists() and list(d.glob(".v1.old-*"))
+    assert not (d / VERSION_DIR).exists() and list(d.glob(f".{VERSION_DIR}.old-*"))
     DataDir.open(d).verify_all()  # the good copy is put back on the next read
-    assert (d / "v1").exists() and not list(d.glob(".v1.old-*"))
+    assert (d / VERSION_DIR).exists() and not list(d.glob(f".{VERSION_DIR}.old-*"))
 
 
 def test_a_part_holding_more_proxies_returns_only_those_asked_for(tmp_path, bench):

@@ -17,17 +17,17 @@ import pytest
 from nasbench_bert.data.release import build_tables
 from nasbench_bert import Benchmark, DataIntegrityError, DataNotFoundError
 from nasbench_bert.data.resolve import resolve
-from nasbench_bert.data.tables import DataDir
+from nasbench_bert.data.tables import VERSION_DIR, DataDir
 from tests.conftest import ROOT, UPSTREAM
 
 
 def test_build_is_deterministic(data_dir, tmp_path):
     build_tables(UPSTREAM, tmp_path, progress=False)
-    a = json.loads((data_dir / "v1" / "manifest.json").read_text())
-    b = json.loads((tmp_path / "v1" / "manifest.json").read_text())
+    a = json.loads((data_dir / VERSION_DIR / "manifest.json").read_text())
+    b = json.loads((tmp_path / VERSION_DIR / "manifest.json").read_text())
     assert a == b
     for name, meta in a["tables"].items():
-        assert (data_dir / "v1" / meta["file"]).read_bytes() == (tmp_path / "v1" / meta["file"]).read_bytes()
+        assert (data_dir / VERSION_DIR / meta["file"]).read_bytes() == (tmp_path / VERSION_DIR / meta["file"]).read_bytes()
     assert set(a["sources"]) >= {"training-free-nas/data/BERT_benchmark.json", "nas-bench-nlp/train_logs_wikitext-2/logs.zip"}
 
 
@@ -39,7 +39,7 @@ def copy_of_data(data_dir, tmp_path):
 
 
 def test_corrupted_table_is_named(copy_of_data):
-    p = copy_of_data / "v1" / "flexibert.parquet"
+    p = copy_of_data / VERSION_DIR / "flexibert.parquet"
     b = bytearray(p.read_bytes())
     b[len(b) // 2] ^= 0xFF
     p.write_bytes(bytes(b))
@@ -48,7 +48,7 @@ def test_corrupted_table_is_named(copy_of_data):
 
 
 def test_truncated_table_is_named(copy_of_data):
-    p = copy_of_data / "v1" / "nlp_ptb.parquet"
+    p = copy_of_data / VERSION_DIR / "nlp_ptb.parquet"
     p.write_bytes(p.read_bytes()[:1000])
     bench = Benchmark.load(str(copy_of_data))  # lazy: the NLP table is read on first use
     with pytest.raises(DataIntegrityError, match=r"nlp_ptb.*truncated"):
@@ -56,13 +56,13 @@ def test_truncated_table_is_named(copy_of_data):
 
 
 def test_manifest_mismatch_and_missing_file(copy_of_data):
-    m = copy_of_data / "v1" / "manifest.json"
+    m = copy_of_data / VERSION_DIR / "manifest.json"
     man = json.loads(m.read_text())
     man["tables"]["flexibert"]["sha256"] = "0" * 64
     m.write_text(json.dumps(man))
     with pytest.raises(DataIntegrityError, match="manifest says 0000"):
         Benchmark.load(str(copy_of_data))
-    (copy_of_data / "v1" / "flexibert.parquet").unlink()
+    (copy_of_data / VERSION_DIR / "flexibert.parquet").unlink()
     with pytest.raises(DataIntegrityError, match="missing"):
         Benchmark.load(str(copy_of_data))
     m.write_text("{broken")
@@ -80,7 +80,7 @@ def test_no_data_gives_a_clear_error(tmp_path, monkeypatch):
 
 def test_env_var_and_release_resolution(tmp_path, monkeypatch, data_dir):
     monkeypatch.setenv("NASBENCH_BERT_DATA", str(data_dir))
-    assert resolve().path == data_dir / "v1"
+    assert resolve().path == data_dir / VERSION_DIR
 
 
 def test_killed_build_leaves_nothing_half_written(tmp_path):
@@ -97,12 +97,12 @@ def test_killed_build_leaves_nothing_half_written(tmp_path):
         p.wait(10)
     finally:
         p.kill()
-    assert any(x.name.startswith(".v1.staging") for x in out.iterdir())  # staged, not published
-    assert not (out / "v1").exists()
+    assert any(x.name.startswith(f".{VERSION_DIR}.staging") for x in out.iterdir())  # staged, not published
+    assert not (out / VERSION_DIR).exists()
     with pytest.raises(DataNotFoundError):
         DataDir.open(out)
     build_tables(UPSTREAM, out, progress=False)  # the next build cleans up and publishes
-    assert [x.name for x in out.iterdir()] == ["v1"]
+    assert [x.name for x in out.iterdir()] == [VERSION_DIR]
     assert len(Benchmark.load(str(out))) == 500
 
 
@@ -118,7 +118,7 @@ def test_build_from_url(tmp_path):
             build_tables(url + "nothing-here/", tmp_path / "e", progress=False)
     finally:
         srv.shutdown()
-    assert not (tmp_path / "e" / "v1").exists()
+    assert not (tmp_path / "e" / VERSION_DIR).exists()
     assert len(Benchmark.load(str(tmp_path / "d"))) == 500
 
 

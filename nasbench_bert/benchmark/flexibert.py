@@ -30,6 +30,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..checks import check_bench, check_seed, is_int
+from ..data.columns import table_frame
 from ..data.entries import read_entries
 from ..data.resolve import load_data
 from ..data.tables import GLUE_TASKS, DataDir
@@ -146,8 +147,9 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
         hp["model_hparam_overrides"] = self._keys.archs[row].to_release()
         return FlexiBERTResult(
             id=c["id"][row], arch=self._keys.archs[row], scores=MappingProxyType({t: c[t][row] for t in GLUE_TASKS}),
-            glue=c["glue"][row], time_to_train=c["time_to_train"][row], num_params=c["num_params"][row],
-            num_params_seed_compat=c["num_params_seed_compat"][row], num_params_as_trained=c["num_params_as_trained"][row],
+            glue=c["glue"][row], time_to_train=c["time_to_train"][row],
+            num_params_as_specified=c["num_params_as_specified"][row], num_params_authors=c["num_params_authors"][row],
+            num_params_as_trained=c["num_params_as_trained"][row],
             pretrain_steps=c["pretrain_steps"][row], hparams=MappingProxyType(hp),
             other_ids=tuple(c["id"][j] for j in others), hardware=self._hardware.of(c["id"][row]))
 
@@ -155,8 +157,8 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
         return float(result.time_to_train)
 
     def _frame(self, table: str = TABLE) -> pd.DataFrame:
-        if self._df is None:
-            self._df = self._table.to_pandas()
+        if self._df is None:  # a TableFrame: the data release 1 column names still answer, with a warning
+            self._df = table_frame(self._table.to_pandas())
         return self._df
 
     # -- queries ---------------------------------------------------------------------------
@@ -274,7 +276,10 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
 
     # -- tables, filters, neighbours -------------------------------------------------------
     def to_pandas(self) -> pd.DataFrame:
-        """The whole FlexiBERT table (a copy you may modify)."""
+        """The whole FlexiBERT table (a copy you may modify). Columns have their schema-2
+        names (docs/data.md); the data release 1 names (``num_params``,
+        ``num_params_seed_compat``) still answer ``df[name]`` and ``df.name`` until 0.4,
+        with a ``DeprecationWarning`` naming the replacement."""
         return self._frame().copy()
 
     def to_arrow(self) -> pa.Table:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from ..data.columns import LegacyKeysDict, warn_legacy
 from ..data.entries import RegeneratedEntry
 from ..errors import NotEvaluatedError
 from ..semantics import AS_TRAINED, PARAM_COLUMNS, SemanticsLike, get_semantics
@@ -46,11 +47,13 @@ class HardwareMetrics:
 class FlexiBERTResult:
     """One benchmark entry. Scores are GLUE dev scores x100 (CoLA: MCC, STS-B: Pearson).
 
-    Parameter counts belong to a semantics (:mod:`nasbench_bert.semantics`):
-    ``num_params_as_trained`` is the model that earned these scores;
-    ``num_params`` is the arch as specified (the 0.1 meaning, kept; canonical name
-    :attr:`num_params_as_specified`) and ``num_params_seed_compat`` the authors' proxy
-    model (:attr:`num_params_authors`). :meth:`params` takes a semantics.
+    Parameter counts belong to a semantics (:mod:`nasbench_bert.semantics`) and are named
+    by it, like the table's columns (docs/data.md, "Column names"):
+    ``num_params_as_trained`` is the model that earned these scores,
+    ``num_params_as_specified`` the arch as the paper specifies it and
+    ``num_params_authors`` the authors' proxy model. :meth:`params` takes a semantics.
+    The data release 1 names ``num_params`` and ``num_params_seed_compat`` still answer,
+    as attributes and as :meth:`to_dict` keys, with a :class:`DeprecationWarning`.
     """
 
     id: int | None
@@ -58,8 +61,8 @@ class FlexiBERTResult:
     scores: Mapping[str, float]
     glue: float
     time_to_train: float
-    num_params: int
-    num_params_seed_compat: int
+    num_params_as_specified: int
+    num_params_authors: int
     num_params_as_trained: int
     pretrain_steps: int
     hparams: Mapping[str, Any]
@@ -78,24 +81,28 @@ class FlexiBERTResult:
         """The result a regenerated entry holds (``source="regenerated"``); its parameter
         counts are computed from the arch, under every semantics."""
         return cls(id=e.id, arch=e.arch, scores=MappingProxyType(dict(e.scores)), glue=e.glue,
-                   time_to_train=e.time_to_train, num_params=flexibert_num_params(e.arch, "as_specified"),
-                   num_params_seed_compat=flexibert_num_params(e.arch, "authors"),
+                   time_to_train=e.time_to_train, num_params_as_specified=flexibert_num_params(e.arch, "as_specified"),
+                   num_params_authors=flexibert_num_params(e.arch, "authors"),
                    num_params_as_trained=flexibert_num_params(e.arch, "as_trained"), pretrain_steps=e.pretrain_steps,
                    hparams=MappingProxyType(dict(e.hparams)), source="regenerated",
                    semantics=get_semantics(e.semantics).name)
 
     @property
-    def num_params_as_specified(self) -> int:
-        """The canonical name of :attr:`num_params` (the arch as the paper specifies it)."""
-        return self.num_params
+    def num_params(self) -> int:
+        """Deprecated (data release 1 name): :attr:`num_params_as_specified`."""
+        warn_legacy("num_params", "num_params_as_specified", "attribute")
+        return self.num_params_as_specified
 
     @property
-    def num_params_authors(self) -> int:
-        """The canonical name of :attr:`num_params_seed_compat` (the authors' proxy model)."""
-        return self.num_params_seed_compat
+    def num_params_seed_compat(self) -> int:
+        """Deprecated (data release 1 name): :attr:`num_params_authors`."""
+        warn_legacy("num_params_seed_compat", "num_params_authors", "attribute")
+        return self.num_params_authors
 
     def to_dict(self) -> dict[str, Any]:
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        """The fields as a dict (a :class:`~nasbench_bert.data.columns.LegacyKeysDict`:
+        the release-era keys still answer, with a ``DeprecationWarning``)."""
+        d = LegacyKeysDict((f.name, getattr(self, f.name)) for f in fields(self))
         d["arch"] = str(self.arch)
         d["scores"] = dict(self.scores)
         d["hparams"] = dict(self.hparams)

@@ -6,9 +6,11 @@ revision, ``huggingface_hub`` does the transfer (resume, ``HF_ENDPOINT``, offlin
 its own cache), and this module adds what the Hub does not promise:
 
 * every table is checked against the sha256 and size in the repository's
-  ``v1/manifest.json`` before it is used, and a bad blob is evicted from the Hub cache so
+  ``v2/manifest.json`` before it is used, and a bad blob is evicted from the Hub cache so
   that the next try downloads it again;
-* a verified copy is *materialised* into ``<user cache>/hub/<repo>/<commit>/v1`` by an
+* a revision that holds only an older schema's folder (``v1/``) is refused with one line
+  that says what to do, never read with the wrong column names;
+* a verified copy is *materialised* into ``<user cache>/hub/<repo>/<commit>/v2`` by an
   atomic rename, so a failed or corrupted download never touches a copy that was good
   before (each commit has its own folder);
 * later loads of a pinned commit need no network at all, and a branch name resolves
@@ -18,9 +20,19 @@ its own cache), and this module adds what the Hub does not promise:
 
 Repository layout (written by :mod:`nasbench_bert.builders.publish`)::
 
-    README.md                 dataset card (licences, citation, ``configs:`` per table)
-    v1/manifest.json          schema version, rows, columns, sha256 and bytes per table
-    v1/<table>.parquet        one file per table
+    README.md                 dataset card (licences, citation, ``configs:`` per table, what changed)
+    v2/manifest.json          schema version, renamed columns, rows, columns, sha256 and bytes per table
+    v2/<table>.parquet        one file per table
+    v2/objectives-v1.json     task metadata (artifact: nasbench_bert.benchmark.objectives)
+    v2/surrogate-*-v1.npz     the pinned surrogate as plain arrays (artifact: docs/surrogate.md)
+
+Artifacts (:mod:`nasbench_bert.data.artifacts`) are listed in the manifest's
+``artifacts`` section with their sha256 and verified like the tables.
+
+Schema 2 (nasbench-bert 0.3) renamed the parameter-count columns to their canonical names
+(``manifest["renamed_columns"]``; :mod:`nasbench_bert.data.columns`). Its files live in
+``v2/``, so a repository can keep the schema-1 folder ``v1/`` that earlier versions of the
+package read, beside them.
 """
 
 from __future__ import annotations
@@ -40,10 +52,13 @@ from ..errors import (
     DataNotFoundError,
     InvalidArgumentError,
     SourceUnavailableWarning,
+    StaleDataError,
 )
 from . import pin
+from .artifacts import fetch_artifacts
 from .tables import (
     MANIFEST,
+    SCHEMA_VERSION,
     VERSION_DIR,
     DataDir,
     check_manifest,
@@ -145,11 +160,12 @@ def download(
             return ok
     hub = _HubFiles.connect(repo_id, revision, endpoint, token, timeout)
     mpath, manifest = _fetch_manifest(hub)
-    done = materialised_dir(repo_id, mpath.parent.parent.name)  # .../snapshots/<commit>/v1/manifest.json
+    done = materialised_dir(repo_id, mpath.parent.parent.name)  # .../snapshots/<commit>/v2/manifest.json
     ok = _intact(done, verify)
     if ok is not None and ok.manifest == manifest:
         return ok
     fetched = _fetch_tables(hub, manifest)
+    fetched.update(fetch_artifacts(hub.get, manifest, VERSION_DIR, hub.where, _evict))  # pinned surrogate, objectives
     _materialise(done, fetched, mpath)
     return DataDir.open(done, verify=verify)
 
@@ -223,7 +239,12 @@ def _fetch_manifest(hub: _HubFiles) -> tuple[Path, dict[str, Any]]:
     """The revision's manifest file and its checked content; a malformed or foreign one
     is evicted before anything is copied."""
     where = hub.where
-    mpath = hub.get(f"{VERSION_DIR}/{MANIFEST}")
+    try:
+        mpath = hub.get(f"{VERSION_DIR}/{MANIFEST}")
+    except DataNotFoundError as e:
+        if "has no file" in str(e):
+            _refuse_older_schema(hub)
+        raise
     try:
         manifest = json.loads(mpath.read_text())
         check_manifest(manifest, f"{where}: {VERSION_DIR}/{MANIFEST}", "the bad copy was removed; try again or use another source")
@@ -232,6 +253,23 @@ def _fetch_manifest(hub: _HubFiles) -> tuple[Path, dict[str, Any]]:
         raise DataIntegrityError(str(e) if isinstance(e, DataIntegrityError) else
                                  f"{where}: {VERSION_DIR}/{MANIFEST} is not valid JSON ({e})") from None
     return mpath, manifest
+
+
+def _refuse_older_schema(hub: _HubFiles) -> None:
+    """Raise :class:`StaleDataError` when the revision, lacking this schema's folder,
+    holds an older one's manifest (``v1/manifest.json``): one line that says what to do
+    instead of "no such file"."""
+    from .tables import SCHEMA_NOTES
+
+    for old in range(SCHEMA_VERSION - 1, 0, -1):
+        try:
+            hub.get(f"v{old}/{MANIFEST}")
+        except DataNotFoundError:
+            continue
+        raise StaleDataError(
+            f"{hub.where}: this revision holds schema-{old} tables only (v{old}/; {SCHEMA_NOTES.get(old, 'an older layout')}); "
+            f"this nasbench-bert reads schema {SCHEMA_VERSION} ({VERSION_DIR}/): use a revision published for schema "
+            f"{SCHEMA_VERSION}, or build the tables locally with `nasbench-bert build-data`")
 
 
 def _fetch_tables(hub: _HubFiles, manifest: dict[str, Any]) -> dict[str, Path]:

@@ -188,13 +188,12 @@ def flexibert_table(entries: list[dict[str, Any]]) -> pa.Table:
     for k in hp_keys:
         vals = [e["hparams"].get(k) for e in entries]
         cols[f"hp_{k}"] = pa.array(vals)
-    cols["num_params"] = pa.array([flexibert_num_params(a, "as_specified") for a in archs], pa.int64())
-    cols["num_params_seed_compat"] = pa.array([flexibert_num_params(a, "authors") for a in archs], pa.int64())
-    cols["num_params_as_trained"] = pa.array([flexibert_num_params(a, "as_trained") for a in archs], pa.int64())
+    for sem in ("as_specified", "authors", "as_trained"):  # one column per semantics, named by it (docs/data.md)
+        cols[f"num_params_{sem}"] = pa.array([flexibert_num_params(a, sem) for a in archs], pa.int64())
     cols["pretrain_steps"] = pa.array([int(e["hparams"]["num_train_steps"]) for e in entries], pa.int32())
     meta = {
-        b"num_params": b"semantics as_specified (old name faithful): the arch as the paper's Table 1 specifies it (encoder only, no task heads)",
-        b"num_params_seed_compat": b"semantics authors (old name seed_compat): the authors' PyTorch proxy model, on which the stored proxies were computed; equals the stored 'Number of Parameters'",
+        b"num_params_as_specified": b"semantics as_specified: the arch as the paper's Table 1 specifies it (encoder only, no task heads); data release 1 called it num_params",
+        b"num_params_authors": b"semantics authors: the authors' PyTorch proxy model, on which the stored proxies were computed; equals the stored 'Number of Parameters'; data release 1 called it num_params_seed_compat",
         b"num_params_as_trained": b"semantics as_trained: the encoder the authors' TensorFlow code built and trained (equals its trainable variables for all 500 archs)",
         b"operations": b"The authors' TensorFlow code compared operation types with 'is', so every layer was trained as scaled dot-product attention (semantics as_trained; see docs/errata.md)",
         b"tasks": b"GLUE dev scores x100: cola=MCC, stsb=Pearson (the authors' scorer), others accuracy; glue = release mean of the 8 tasks",
@@ -335,7 +334,7 @@ def stored_hook_multiplicity(bench: list[dict[str, Any]]) -> dict[int, int]:
 
 
 #: the stored proxy columns that are counts (int64); the others are scores (float64)
-_COUNT_COLUMNS = frozenset({"num_params_seed_compat"})
+_COUNT_COLUMNS = frozenset({"num_params_authors"})
 
 
 def flexibert_proxies_table(path: Path, bench: list[dict[str, Any]]) -> pa.Table:
@@ -357,6 +356,8 @@ def flexibert_proxies_table(path: Path, bench: list[dict[str, Any]]) -> pa.Table
     mult = stored_hook_multiplicity(bench)
     cols["activation_distance_hook_multiplicity"] = pa.array([mult[int(r[0])] for r in rows], pa.int32())
     meta = {b"semantics": b"authors", b"jacobian_cosine": b"the CSV column 'Jacobian Score Normalized'",
+            b"num_params_authors": b"the CSV column 'Number of Parameters' (the authors model); data release 1 called it "
+                                   b"num_params_seed_compat",
             b"activation_distance_hook_multiplicity": b"the stored raw activation_distance is this many times the per-pass "
                                                       b"value (the notebook's hooks accumulated; see docs/errata.md)"}
     return pa.table(cols).replace_schema_metadata(meta)
@@ -498,7 +499,7 @@ def build_tables(
     (``modified_release``). Whatever the source, a file that cannot be parsed raises
     :class:`DataIntegrityError` naming it, and every built table is checked (rows, and
     no empty cell where the release fills every row) before anything replaces the
-    previous tables. Returns the written version folder (``out/v1``); the write is
+    previous tables. Returns the written version folder (``out/v2``); the write is
     atomic (:func:`nasbench_bert.data.tables.write_dataset`).
 
     ``hardware``: a folder holding a hardware measurement (default :func:`hardware_dir`).

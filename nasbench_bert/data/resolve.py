@@ -35,7 +35,7 @@ from ..errors import (
     StaleDataError,
 )
 from . import pin
-from .tables import MANIFEST, VERSION_DIR, DataDir, has_data, user_cache_dir
+from .tables import MANIFEST, VERSION_DIR, DataDir, has_data, other_schema, user_cache_dir
 
 ORDER: tuple[str, ...] = ("path", "$NASBENCH_BERT_DATA", "user cache", "hub", "release")
 
@@ -74,13 +74,22 @@ def resolve(path: str | os.PathLike[str] | None = None, *, hub: bool = True, bui
     env = os.environ.get("NASBENCH_BERT_DATA")
     if env:
         if not has_data(Path(env)):
+            stale = other_schema(Path(env))
+            if stale:  # an explicit location is never rebuilt behind the user's back: refused, with the command
+                raise StaleDataError(f"$NASBENCH_BERT_DATA: {stale}")
             raise DataNotFoundError(
                 f"$NASBENCH_BERT_DATA={env} holds no {VERSION_DIR}/{MANIFEST}; unset it, or build there with "
                 f"`nasbench-bert build-data --out {env}`")
         return DataDir.open(env, verify=verify)
     cache = user_cache_dir()
     failures = [f"user cache {cache}: empty"]
-    if has_data(cache):
+    stale = None if has_data(cache) else other_schema(cache)
+    if stale:  # e.g. v1/ from nasbench-bert 0.2: left for that version, this one's is built beside it
+        if not (hub or build):
+            raise StaleDataError(f"user cache: {stale}")
+        failures = [f"user cache: {stale}"]
+        warnings.warn(f"user cache: {stale}; fetching or building them now", SourceUnavailableWarning, stacklevel=2)
+    elif has_data(cache):
         try:
             return DataDir.open(cache, verify=verify)
         except StaleDataError as e:  # kept from another nasbench-bert: fetch or build afresh (replaced atomically)

@@ -1,8 +1,11 @@
 """Parquet tables on disk: names, manifest, integrity checks, atomic writes.
 
-A *data directory* holds one folder per schema version (``v1/``) with the parquet
+A *data directory* holds one folder per schema version (``v2/``) with the parquet
 tables and a ``manifest.json`` that records the schema version, row counts and the
-sha256 of every table and of every release file it was built from. Tables are verified
+sha256 of every table and of every release file it was built from. Each schema version
+has its own folder so that two installed versions of the package can share one user
+cache; a folder of another schema version is never read as this one's
+(:func:`other_schema`: it is rebuilt, or refused with the command that rebuilds it). Tables are verified
 against the manifest the first time they are read, so a truncated or corrupted file is
 reported by name instead of producing wrong numbers.
 
@@ -29,7 +32,8 @@ import pyarrow.parquet as pq
 from ..atomic import recover_dir, replace_dir, staging_dir
 from ..errors import DataIntegrityError, DataNotFoundError, InvalidArgumentError, StaleDataError
 
-SCHEMA_VERSION = 1
+#: 2: canonical column names (:mod:`nasbench_bert.data.columns`); 1: release-era names
+SCHEMA_VERSION = 2
 VERSION_DIR = f"v{SCHEMA_VERSION}"
 MANIFEST = "manifest.json"
 
@@ -37,7 +41,7 @@ MANIFEST = "manifest.json"
 TABLES: dict[str, str] = {
     "flexibert": "FlexiBERT/ELECTRA benchmark: one row per arch id 0-499 (GLUE dev scores, training time, hparams, parameter counts)",
     "flexibert_curves": "GLUE dev scores of archs re-pretrained for 0 ... 1,000,000 steps (every 50,000): learning curves",
-    "flexibert_proxies": "the paper's 15 stored zero-cost proxy values per arch (computed on the seed_compat model)",
+    "flexibert_proxies": "the paper's 15 stored zero-cost proxy values per arch (computed on the authors model)",
     "flexibert_hardware": "measured by nasbench-bert: CPU latency (batch 1 and 32, sequence 128), peak memory and FLOPs per arch id and semantics; machine in the manifest",
     "nlp_ptb": "NAS-Bench-NLP on Penn Treebank: final test loss, perplexity, bits per word, parameters, stored proxies, graph2vec",
     "nlp_wikitext2": "NAS-Bench-NLP on WikiText-2: every training log with recipe, hyper-parameters and per-epoch curves",
@@ -63,7 +67,7 @@ FLEXIBERT_PROXY_COLUMNS: dict[str, str] = {
     "Activation Distance Normalized": "activation_distance_norm",
     "Jacobian Score": "jacobian_covariance",
     "Jacobian Score Normalized": "jacobian_cosine",
-    "Number of Parameters": "num_params_seed_compat",
+    "Number of Parameters": "num_params_authors",
     "Head Importance": "head_importance",
     "Head Importance Normalized": "head_importance_norm",
     "Head Confidence": "head_confidence",
@@ -142,8 +146,12 @@ def write_dataset(
             }
             if on_table:
                 on_table(name)
+        from .columns import RENAMED
+
         manifest = {
             "schema_version": SCHEMA_VERSION,
+            # what changed since schema 1, for readers of the Hub copy (the dataset card says it too)
+            "renamed_columns": {t: dict(m) for t, m in RENAMED.items() if t in tables},
             "tables": entries,
             "sources": dict(sorted(sources.items())),
             **(dict(extra) if extra else {}),
@@ -160,7 +168,7 @@ def write_dataset(
 # -- reading -----------------------------------------------------------------------------
 @dataclass
 class DataDir:
-    """A verified data folder (``.../v1``): the manifest, and tables read on demand."""
+    """A verified data folder (``.../v2``): the manifest, and tables read on demand."""
 
     path: Path
     manifest: dict[str, Any]
@@ -176,8 +184,11 @@ class DataDir:
             p = p / VERSION_DIR
         mpath = p / MANIFEST
         if not mpath.is_file():
+            stale = other_schema(p)
+            if stale:
+                raise StaleDataError(stale)
             raise DataNotFoundError(f"no {MANIFEST} in {p}; build the tables with `nasbench-bert build-data --out {p.parent if p.name == VERSION_DIR else p}`")
-        fix = f"rebuild with `nasbench-bert build-data --force --out {p.parent if p.name == VERSION_DIR else p}` (or download again)"
+        fix = f"rebuild with `nasbench-bert build-data --force --out {data_root(p)}` (or download again)"
         try:
             manifest = json.loads(mpath.read_text())
         except (ValueError, UnicodeDecodeError) as e:
@@ -247,9 +258,13 @@ def check_manifest(manifest: Any, where: str, fix: str) -> None:
 
     if not isinstance(manifest, dict):
         raise DataIntegrityError(f"{where} is not a manifest (a JSON object), it holds {type(manifest).__name__}; {fix}")
-    if manifest.get("schema_version") != SCHEMA_VERSION:
+    version = manifest.get("schema_version")
+    if version != SCHEMA_VERSION:
+        if isinstance(version, int) and not isinstance(version, bool) and 1 <= version < SCHEMA_VERSION:
+            raise StaleDataError(f"{where} holds schema-{version} tables ({SCHEMA_NOTES.get(version, 'an older layout')}); "
+                                 f"this nasbench-bert reads schema {SCHEMA_VERSION}: {fix}")
         raise DataIntegrityError(
-            f"{where} has schema_version {manifest.get('schema_version')!r}; this nasbench-bert reads {SCHEMA_VERSION}. "
+            f"{where} has schema_version {version!r}; this nasbench-bert reads {SCHEMA_VERSION}. "
             f"{fix[0].upper() + fix[1:]}, or upgrade nasbench-bert.")
     import jsonschema
 
@@ -292,8 +307,45 @@ def check_columns(name: str, table: pa.Table, fix: str) -> None:
 
 
 def has_data(p: Path) -> bool:
-    """Whether ``p`` (a data folder or its version folder) holds a manifest."""
+    """Whether ``p`` (a data folder or its version folder) holds a manifest of this
+    schema version's folder (a manifest directly in ``p`` is checked when it is read)."""
     return (p / VERSION_DIR / MANIFEST).is_file() or (p / MANIFEST).is_file()
+
+
+#: what each older schema version was, for the one-line message that refuses it
+SCHEMA_NOTES: dict[int, str] = {1: "release-era column names such as num_params_seed_compat, written by nasbench-bert 0.2 "
+                                   "or older"}
+
+
+def data_root(p: Path) -> Path:
+    """The data folder of ``p``: ``p`` itself, or its parent when ``p`` is a version
+    folder (``v<n>``) - where ``build-data --out`` must point to rebuild it."""
+    return p.parent if p.name.startswith("v") and p.name[1:].isdigit() else p
+
+
+def other_schema(p: Path) -> str | None:
+    """One line saying that ``p`` holds tables of another schema version only - and the
+    command that builds this version's - or None when it does not.
+
+    ``p`` may be a data folder (``p/v1/manifest.json``) or a version folder passed by
+    path (``.../v1``). A data folder that also holds this version's folder is not stale.
+    """
+    if (p / VERSION_DIR / MANIFEST).is_file():
+        return None
+    found = sorted((int(d.name[1:]) for d in (p.iterdir() if p.is_dir() else ())
+                    if d.name[:1] == "v" and d.name[1:].isdigit() and (d / MANIFEST).is_file()
+                    and int(d.name[1:]) != SCHEMA_VERSION), reverse=True)
+    if p.name != VERSION_DIR and p.name[:1] == "v" and p.name[1:].isdigit() and (p / MANIFEST).is_file():
+        found = [int(p.name[1:])]
+    if not found:
+        return None
+    v, root = found[0], data_root(p)
+    build = f"`nasbench-bert build-data --out {root}` (writes {root / VERSION_DIR} beside them)"
+    if v > SCHEMA_VERSION:
+        return (f"{p} holds schema-{v} tables only, newer than this nasbench-bert reads ({SCHEMA_VERSION}): upgrade "
+                f"nasbench-bert, or build schema-{SCHEMA_VERSION} tables with {build}")
+    return (f"{p} holds schema-{v} tables only ({SCHEMA_NOTES.get(v, 'an older layout')}); this nasbench-bert reads "
+            f"schema {SCHEMA_VERSION}: build them with {build}")
 
 
 def user_cache_dir() -> Path:

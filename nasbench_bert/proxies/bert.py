@@ -144,7 +144,7 @@ def jacobian_cosine(cap: Capture) -> ProxyValue:
 
 
 # -- size ----------------------------------------------------------------------------------
-@register("num_params", space=S, paper="num_params_seed_compat", group=("paper", "baseline"))
+@register("num_params", space=S, paper="num_params_authors", group=("paper", "baseline"))
 def num_params(cap: Capture) -> ProxyValue:
     """Number of parameters of the model built (semantics decide which model)."""
     per = [sum(p.numel() for p in layer.parameters()) for layer in _layers(cap)]

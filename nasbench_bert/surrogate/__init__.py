@@ -61,7 +61,7 @@ def training_data(bench: BenchmarkLike) -> tuple[np.ndarray, np.ndarray, np.ndar
     bench = check_bench(bench)
     df = bench.to_pandas()
     idx = df["space_index"].to_numpy(dtype=np.int64)
-    return featurize_indices(idx), df[list(TARGETS)].to_numpy(dtype=float), df["num_params"].to_numpy(dtype=float)
+    return featurize_indices(idx), df[list(TARGETS)].to_numpy(dtype=float), df["num_params_as_specified"].to_numpy(dtype=float)
 
 
 @dataclass(frozen=True)

@@ -89,9 +89,9 @@ def cross_validate(bench: BenchmarkLike, families: Sequence[str] | None = None, 
     y = Y[:, 0]
     models: dict[str, Callable[[], Any] | None] = {f: (lambda f=f: make_family(f)) for f in (families or default_families())}
     models.update(extra or {})
-    models["num_params (baseline)"] = None
+    models["num_params_as_specified (baseline)"] = None
     models["num_params_as_trained (baseline)"] = None
-    base = {"num_params (baseline)": df["num_params"].to_numpy(float),
+    base = {"num_params_as_specified (baseline)": df["num_params_as_specified"].to_numpy(float),
             "num_params_as_trained (baseline)": df["num_params_as_trained"].to_numpy(float)}
     rows = []
     for name, make in models.items():
