@@ -177,6 +177,22 @@ def cmd_build_data(args: argparse.Namespace) -> None:
     path = build_tables(src, out, progress=not args.quiet, allow_modified=args.allow_modified_release,
                         hardware=args.hardware)
     console.print(f"built tables from {src} into {path}")
+    _write_artifacts(path, surrogate=not args.no_surrogate)
+
+
+def cmd_build_surrogate(args: argparse.Namespace) -> None:
+    from .data.resolve import default_locations
+
+    _write_artifacts(Path(args.data or default_locations(None, None)[1]), surrogate=True)
+
+
+def _write_artifacts(path: Path, *, surrogate: bool) -> None:
+    """The files made from the built tables (objectives.json, the pinned surrogate), listed
+    in the manifest: fitted here, above the data layer (docs/surrogate.md)."""
+    from .surrogate.portable import write_artifacts
+
+    for name, e in write_artifacts(path, surrogate=surrogate).items():
+        console.print(f"wrote {name} {e['file']} ({e['bytes']:,} bytes, sha256 {e['sha256'][:16]}…)")
 
 
 def _writable(folder: Path, option: str) -> None:
@@ -588,7 +604,12 @@ def _add_build_data(sub: Any) -> None:
                    help="build from release files whose sha256 differs from the pinned release (recorded in the manifest)")
     b.add_argument("--hardware", default=None,
                    help="folder of a hardware measurement to include (default: $NASBENCH_BERT_HARDWARE, else <cache>/measured)")
+    b.add_argument("--no-surrogate", action="store_true",
+                   help="skip fitting the pinned surrogate file (bench.surrogate() then fits on first use)")
     b.set_defaults(fn=cmd_build_data)
+    bs = sub.add_parser("build-surrogate", help="fit the default surrogate and pin it (and objectives.json) in a data folder")
+    bs.add_argument("--data", default=None, help="data folder holding built tables (default: the user cache)")
+    bs.set_defaults(fn=cmd_build_surrogate)
 
 
 def _add_download(sub: Any) -> None:

@@ -11,7 +11,8 @@ once are written here, once - the shape of NATS-Bench's per-space API classes.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Generic, Iterable, Literal, TypeVar
+from functools import cached_property
+from typing import Any, Generic, Iterable, Literal, Mapping, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -126,6 +127,16 @@ class TabularBenchmark(ABC, Generic[R]):
         except (InvalidArchitectureError, NotEvaluatedError):
             return False
         return True
+
+    @cached_property
+    def objectives(self) -> Mapping[str, Any]:
+        """Task metadata per objective - direction, bounds, best value in the table, noise
+        sigma, unit, fidelities (:class:`~.objectives.Objective`) - from the data release's
+        objectives.json, else computed from the tables (:mod:`.objectives`). NAS-Bench-NLP
+        answers per dataset: ``bench.nlp.objectives["ptb"]["test_loss"]``."""
+        from .objectives import objectives_of
+
+        return objectives_of(self)
 
     # -- budget --------------------------------------------------------------------------
     def reset_budget(self) -> None:
