@@ -178,7 +178,8 @@ _NLP: dict[str, dict[str, tuple[str, tuple[float, float], str]]] = {
             "perplexity": ("perplexity", (1.0, math.inf), "exp(test loss)"),
             "bits_per_word": ("bits_per_word", (0.0, math.inf), "test loss / ln 2"),
             "num_params": ("num_params", (0.0, math.inf), "parameters")},
-    "wikitext2": {"test_loss": ("final_test_loss", (0.0, math.inf), "cross-entropy, nats per token"),
+    "wikitext2": {"train_loss": ("final_train_loss", (0.0, math.inf), "cross-entropy, nats per token"),
+                  "test_loss": ("final_test_loss", (0.0, math.inf), "cross-entropy, nats per token"),
                   "val_loss": ("final_val_loss", (0.0, math.inf), "cross-entropy, nats per token"),
                   "num_params": ("num_params", (0.0, math.inf), "parameters")},
 }

@@ -108,6 +108,13 @@ def configuration_to_arch(config: Configuration | Mapping[str, Any]) -> Arch:
     return Arch(int(d["hidden_size"]), tuple(layers))
 
 
+def as_cost(value: float, objective: Any) -> float:
+    """``value`` of ``objective`` (``bench.objectives[name]``) as a cost to minimise - what
+    SMAC, DEHB and the other ConfigSpace optimisers take: negated when the task metadata
+    says larger is better."""
+    return float(value) if objective.minimize else -float(value)
+
+
 def evaluate(config: Configuration | Mapping[str, Any], oracle: Any, *, rng: np.random.Generator | int | None = None,
              steps: int | None = None) -> float | None:
     """GLUE of a configuration from ``oracle`` (a :class:`~nasbench_bert.search.Oracle`,

@@ -35,6 +35,12 @@ def _check_study(n_trials: Any, seed: Any, sampler: Any) -> None:
         raise InvalidArgumentError(f"sampler = {sampler!r} is not allowed; allowed: an optuna sampler or None (TPE)")
 
 
+def optuna_direction(objective: Any) -> str:
+    """Optuna's ``direction`` for an :class:`~nasbench_bert.benchmark.objectives.Objective`
+    (``bench.objectives[name]``): the studies here take it from the task metadata."""
+    return "minimize" if objective.minimize else "maximize"
+
+
 def suggest_arch(trial: "optuna.trial.BaseTrial") -> Arch:
     """Suggest a FlexiBERT arch in ``trial``: ``trial.params`` end up holding exactly the
     active values of the ConfigSpace configuration of the returned arch."""
@@ -51,7 +57,8 @@ def suggest_arch(trial: "optuna.trial.BaseTrial") -> Arch:
 
 def run_optuna(bench: BenchmarkLike, *, n_trials: int = 100, oracle: str = "tabular", seed: int = 0,
                sampler: "optuna.samplers.BaseSampler | None" = None) -> Any:
-    """An Optuna study (TPE by default, seeded) maximising GLUE for ``n_trials``
+    """An Optuna study (TPE by default, seeded) optimising GLUE (in its direction in
+    ``bench.objectives``: maximised) for ``n_trials``
     evaluations of ``oracle`` (``"tabular"``, ``"surrogate"``, ...; see
     :func:`~nasbench_bert.search.make_oracle`). Returns a
     :class:`~nasbench_bert.search.Trajectory` named ``"optuna_tpe"`` (or the sampler's
@@ -79,7 +86,7 @@ def run_optuna(bench: BenchmarkLike, *, n_trials: int = 100, oracle: str = "tabu
     level = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
-        study = optuna.create_study(direction="maximize", sampler=sampler)
+        study = optuna.create_study(direction=optuna_direction(orc.bench.objectives["glue"]), sampler=sampler)
         study.optimize(objective, n_trials=n_trials)
     finally:
         optuna.logging.set_verbosity(level)
@@ -113,7 +120,7 @@ def run_optuna_nlp(bench: BenchmarkLike | NLPBenchmarkLike, dataset: str = "ptb"
     level = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
-        study = optuna.create_study(direction="minimize",
+        study = optuna.create_study(direction=optuna_direction(nlp.objectives[dataset]["test_loss"]),
                                     sampler=sampler if sampler is not None else optuna.samplers.TPESampler(seed=seed))
         study.optimize(objective, n_trials=n_trials)
     finally:

@@ -372,7 +372,39 @@ def to_syne_tune(bench: BenchmarkLike, *, oracle: Literal["tabular", "surrogate"
     _check_choice("oracle", oracle, tuple(_ORACLES))
     _check_choice("fidelity", fidelity, tuple(_TABULAR_FIDELITIES))
     _check_choice("outside", outside, tuple(ANSWERS_OUTSIDE))
-    return _ORACLES[oracle](bench, fidelity, outside, family, noisy, seed, num_seeds)
+    bb = _ORACLES[oracle](bench, fidelity, outside, family, noisy, seed, num_seeds)
+    bb.metric_modes = metric_modes(bench.objectives, list(bb.objectives_names))
+    return bb
+
+
+def metric_modes(objectives: Mapping[str, Any], names: list[str]) -> dict[str, str]:
+    """syne-tune's ``mode`` (``"max"`` / ``"min"``) of each reported metric, read from the
+    benchmark's task metadata (``bench.objectives``, :mod:`nasbench_bert.benchmark.objectives`):
+    ``metric_<name>`` takes its objective's direction and ``metric_glue_error`` the
+    opposite of GLUE's; the costs without an objective of their own (elapsed time, the
+    measured hardware) are minimised; ``space_index`` is no objective. Every blackbox made
+    here carries it as ``blackbox.metric_modes``; :func:`do_minimize` reads it."""
+    out: dict[str, str] = {}
+    for name in names:
+        key = name.removeprefix("metric_")
+        if key in objectives:
+            out[name] = objectives[key].direction
+        elif key == "glue_error":
+            out[name] = "min" if objectives["glue"].direction == "max" else "max"
+        elif name == ELAPSED:
+            out[name] = objectives["time_to_train"].direction if "time_to_train" in objectives else "min"
+        elif key in HARDWARE_METRICS:
+            out[name] = "min"
+    return out
+
+
+def do_minimize(blackbox: Blackbox, metric: str) -> bool:
+    """What a syne-tune scheduler's ``do_minimize`` should be for ``metric`` of a blackbox
+    made here (from its ``metric_modes``); a metric without a direction is named."""
+    modes = getattr(blackbox, "metric_modes", {})
+    if metric not in modes:
+        raise InvalidArgumentError(f"metric = {metric!r} has no direction; allowed values: {sorted(modes)}")
+    return modes[metric] == "min"
 
 
 def _surrogate_blackbox(bench: BenchmarkLike, fidelity: str, outside: str, family: str | None, noisy: bool, seed: int,
@@ -435,7 +467,10 @@ def nlp_to_syne_tune(bench: BenchmarkLike | NLPBenchmarkLike, dataset: Literal["
     ``metric_elapsed_time``, the cumulative wall time; 2 seeds (one recipe trained twice).
     """
     _check_choice("dataset", dataset, tuple(_NLP_TABLES))
-    return _NLP_TABLES[dataset](check_nlp_bench(bench))
+    nlp = check_nlp_bench(bench)
+    bb = _NLP_TABLES[dataset](nlp)
+    bb.metric_modes = metric_modes(nlp.objectives[dataset], list(bb.objectives_names))
+    return bb
 
 
 def _nlp_ptb(nlp: NLPBenchmarkLike) -> NLPTabular:
