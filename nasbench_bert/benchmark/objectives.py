@@ -30,6 +30,7 @@ import pandas as pd
 
 from ..data.tables import GLUE_TASKS
 from ..errors import DataIntegrityError, InvalidArgumentError
+from ..vocabulary import BenchmarkLike, NLPBenchmarkLike
 
 if TYPE_CHECKING:
     from .base import TabularBenchmark
@@ -147,7 +148,7 @@ _FLEX: dict[str, tuple[str, tuple[float, float], str, bool]] = {
 }
 
 
-def flexibert_objectives(bench: Any) -> dict[str, "Objective"]:
+def flexibert_objectives(bench: BenchmarkLike) -> dict[str, "Objective"]:
     """The FlexiBERT table's objectives: GLUE, the 8 tasks, training time and the
     trained model's parameter count."""
     df = bench.to_pandas()
@@ -185,7 +186,7 @@ _NLP: dict[str, dict[str, tuple[str, tuple[float, float], str]]] = {
 }
 
 
-def nlp_objectives(nlp: Any, dataset: str) -> dict[str, "Objective"]:
+def nlp_objectives(nlp: NLPBenchmarkLike, dataset: str) -> dict[str, "Objective"]:
     """NAS-Bench-NLP's objectives on ``dataset`` (every one minimised); WikiText-2's
     losses have the epochs fidelity of its per-epoch curves (PTB stores final values only)."""
     if dataset not in _NLP:
@@ -209,7 +210,7 @@ def nlp_objectives(nlp: Any, dataset: str) -> dict[str, "Objective"]:
     return out
 
 
-def release_objectives(bench: Any) -> dict[str, dict[str, Objective]]:
+def release_objectives(bench: BenchmarkLike) -> dict[str, dict[str, Objective]]:
     """Every section of objectives.json, computed from ``bench``'s tables."""
     return {"flexibert": flexibert_objectives(bench), "nlp_ptb": nlp_objectives(bench.nlp, "ptb"),
             "nlp_wikitext2": nlp_objectives(bench.nlp, "wikitext2")}
