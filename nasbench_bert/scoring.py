@@ -259,6 +259,9 @@ def _target_values(df: pd.DataFrame, target: str | pd.Series, bench: BenchmarkLi
         if target not in TARGETS and target not in df:
             raise InvalidArgumentError(f"target = {target!r} is not allowed; allowed values: {sorted(TARGETS)} or a column of values")
         tname, higher = target, TARGETS.get(target, True)
+        if target not in df and target not in SCORING_SPACES[_lookup_space(target, space)].targets:
+            raise InvalidArgumentError(f"target = {target!r} is not a target of space = {space!r}; allowed values: "
+                                       f"{[t for t in scoring_space(space).targets if t in TARGETS]} or a column of values")
         y_raw = _numeric(df, target, "target") if target in df else _lookup(df, target, bench, space)
     return (y_raw if higher else -y_raw), tname
 
@@ -415,7 +418,10 @@ def _as_number(v: Any) -> float | None:
     if isinstance(v, (bool, np.bool_)):
         return None
     if isinstance(v, (int, float, np.integer, np.floating)):
-        return float(v)
+        try:
+            return float(v)
+        except OverflowError:  # an integer beyond any float: not a value a score can hold
+            return None
     if isinstance(v, str):
         try:
             return float(v.strip())
@@ -514,7 +520,7 @@ def _prepare(values: pd.DataFrame, target: str | pd.Series, *, proxies: list[str
             notes.append(f"duplicates={duplicates!r}: {len(ids)} duplicate {idc}s ({_show(ids)}; {int(dup.sum())} rows) "
                          f"{how}; {len(df)} rows remain")
     # 3. unknown ids: a row whose target cannot be looked up is not scored without a word
-    if tname is not None and tname in TARGETS:
+    if tname is not None and tname in TARGETS and tname in SCORING_SPACES[_lookup_space(tname, space)].targets:
         lsp = _lookup_space(tname, space)
         lidc = _id_column(df, lsp)
         known = _known_keys(lsp, lidc, tname, bench) if lidc is not None else None

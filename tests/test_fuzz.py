@@ -388,6 +388,98 @@ def test_score(bench, target, proxies, space, control, bootstrap, top):
     _call("scoring.scoring_space", scoring.scoring_space, space)
 
 
+# the cases scoring once dropped without a word (issue 28): a non-number in a column,
+# numbers as objects or text, duplicate and unknown ids, names of a target or a baseline
+cells = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 10**6),
+                  st.sampled_from(["abc", "1.5", " 2 ", "nan", "inf", "", "1,5", None, True]), junk)
+score_ids = st.one_of(st.integers(-2, 502), st.sampled_from([600, -1, 3.0, float("nan"), "7", None]))
+nlp_keys = st.sampled_from(["log_name", "recipe_id"])
+
+
+@st.composite
+def values_frame(draw: Any, bench: Any) -> tuple[pd.DataFrame, str]:
+    """A user's table of proxy values: ids (some repeated or unknown), a proxy column of
+    floats with a few fuzzed cells (as objects or not), sometimes a column named like a
+    target or a baseline; FlexiBERT ids or NAS-Bench-NLP runs."""
+    n = draw(st.integers(3, 40))
+    space = draw(st.sampled_from(["flexibert", "nlp"]))
+    if space == "flexibert":
+        ids: list[Any] = draw(st.lists(st.integers(0, 499), min_size=n, max_size=n, unique=True))
+        for i in draw(st.lists(st.integers(0, n - 1), max_size=3)):  # a repeated, unknown or odd id
+            ids[i] = draw(st.one_of(score_ids, st.just(ids[0])))
+        df = pd.DataFrame({"id": pd.Series(ids, dtype=object) if draw(st.booleans()) else ids})
+    else:
+        ptb = bench.nlp.ptb
+        key = draw(nlp_keys)
+        pos = draw(st.lists(st.integers(0, len(ptb) - 1), min_size=n, max_size=n))
+        keys = ptb[key].iloc[pos].tolist()
+        for i in draw(st.lists(st.integers(0, n - 1), max_size=3)):
+            keys[i] = draw(st.one_of(st.sampled_from(["log_stats_model_nope", -5, None]), st.just(keys[0])))
+        df = pd.DataFrame({key: keys})
+    x = list(draw(st.lists(st.floats(-1e6, 1e6), min_size=n, max_size=n)))
+    for i in draw(st.lists(st.integers(0, n - 1), max_size=3)):
+        x[i] = draw(cells)
+    df["myproxy"] = pd.Series(x, dtype=object) if draw(st.booleans()) else pd.Series(x).infer_objects()
+    for name in draw(st.lists(st.sampled_from(["glue", "rte", "test_loss", "depth", "param_count", "num_params"]),
+                              max_size=2, unique=True)):
+        df[name] = draw(st.lists(st.floats(0, 100), min_size=n, max_size=n))
+    return df, space
+
+
+@fuzz(300)
+@given(st.data(), st.one_of(st.sampled_from(["glue", "rte", "test_loss", "wikitext2_loss"]), junk),
+       st.one_of(st.sampled_from(["error", "first", "mean"]), junk),
+       st.one_of(st.sampled_from(["error", "drop"]), junk), st.one_of(st.none(), st.just(["myproxy"])))
+def test_score_values(bench, data, target, duplicates, unknown_ids, proxies):
+    """scoring.score on user tables with the cases it once dropped silently: a result or
+    the library's own error, and a result that scored every row it was given (or says
+    in its notes which it merged or dropped)."""
+    import warnings
+
+    from nasbench_bert import scoring
+
+    df, space = data.draw(values_frame(bench))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = _call("scoring.score(values)", scoring.score, df, target, proxies=proxies, space=space, bootstrap=0,
+                    bench=bench, duplicates=duplicates, unknown_ids=unknown_ids)
+        _call("scoring.with_baselines", scoring.with_baselines, df, space, bench=bench)
+    if out is not None:  # scored: every row once, or a note says what was merged or dropped
+        key = df[next(c for c in ("id", "log_name", "recipe_id") if c in df)]
+        merged = bool(key.dropna().duplicated().any())
+        assert not merged or any("duplicate" in n for n in out.attrs["notes"]), "duplicate ids merged without a note"
+        assert (out.n <= len(df)).all()
+
+
+def test_cli_score_values(bench, data_dir, tmp_path, monkeypatch):
+    """``proxies score --values`` on the same tables (CSV and parquet, with and without
+    --duplicates/--unknown-ids): exit 0, or the library's error and no --csv file."""
+    from nasbench_bert import cli
+
+    monkeypatch.setenv("NASBENCH_BERT_TRACEBACK", "1")
+    monkeypatch.setattr(cli, "_bench", lambda args: bench)
+    monkeypatch.chdir(tmp_path)
+
+    @fuzz(120)
+    @given(st.data(), st.sampled_from([[], ["--duplicates", "first"], ["--duplicates", "mean"], ["--unknown-ids", "drop"],
+                                       ["--duplicates", "mean", "--unknown-ids", "drop"], ["--no-baselines"]]),
+           st.sampled_from([".csv", ".parquet"]))
+    def run(data, extra, suffix):
+        df, space = data.draw(values_frame(bench))
+        src, out = tmp_path / f"values{suffix}", tmp_path / "scores.csv"
+        out.unlink(missing_ok=True)
+        try:
+            df.to_csv(src, index=False) if suffix == ".csv" else df.astype({"myproxy": str}).to_parquet(src)
+        except (ValueError, TypeError, OverflowError, ImportError):  # pyarrow cannot hold this mix: not an input
+            return
+        argv = ["--data", str(data_dir), "-q", "proxies", "score", "--space", space, "--values", str(src),
+                "--bootstrap", "0", "--csv", str(out), *extra]
+        if _call("cli proxies score --values", cli.main, argv) is None:
+            assert not out.exists(), f"{argv}: refused, yet wrote {out}"
+
+    run()
+
+
 @fuzz(300)
 @given(st.one_of(st.sampled_from(["random", "regularized_evolution", "local_search", "etas"]), junk),
        st.one_of(st.integers(-2, 12), junk), st.one_of(st.integers(-2, 3), junk),
@@ -580,7 +672,7 @@ def argv(draw: Any, data: str, out_dir: str) -> list[str]:
         "export": ["--out"], "build-data": ["--out", "--force"], "download": ["--repo-id", "--revision", "--endpoint"],
         "proxies compute": ["--space", "--ids", "--dataset", "--proxies", "--semantics", "--dtype", "--seed", "--batch-size",
                             "--seq-len", "--source", "--jobs"],
-        "proxies score": ["--space", "--values", "--target", "--bootstrap"],
+        "proxies score": ["--space", "--values", "--target", "--bootstrap", "--duplicates", "--unknown-ids"],
         "proxies export": ["--format", "--tasks", "--live", "--live-nlp"],
         "search run": ["--algorithm", "--budget", "--seed", "--oracle", "--proxy"],
         "search compare": ["--algorithms", "--seeds", "--budget", "--oracle", "--axis"],

@@ -196,3 +196,14 @@ def test_stored_scoring_passes_the_checks(bench):
         warnings.simplefilter("error", UserWarning)
         s = scoring.score_stored("nlp", bench=bench, bootstrap=0)
     assert (s.n > 8000).all() and s.attrs["notes"] == []
+
+
+def test_fuzz_finds_library_errors_only(bench):
+    """Two inputs the fuzz test found: a FlexiBERT target on NAS-Bench-NLP runs (a raw
+    KeyError from pandas before) and an integer beyond any float in a proxy column."""
+    runs = bench.nlp.ptb[["recipe_id"]].iloc[:5].assign(x=np.arange(5.0))
+    with pytest.raises(InvalidArgumentError, match=r"target = 'glue' is not a target of space = 'nlp'"):
+        scoring.score(runs, "glue", space="nlp", bench=bench, bootstrap=0)
+    huge = pd.DataFrame({"id": range(5), "x": pd.Series([10**400, 1.0, 2.0, 3.0, 4.0], dtype=object)})
+    with pytest.raises(InvalidArgumentError, match=r"'x' holds non-numbers at 1 of 5 rows \(id \[0\]"):
+        scoring.score(huge, "glue", bench=bench, bootstrap=0)
