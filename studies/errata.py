@@ -43,7 +43,7 @@ def _tau(x: Any, y: Any) -> float:
 
 
 def stored_model(bench: Benchmark, entries: list[dict[str, Any]]) -> str:
-    stored = bench.data.table("flexibert_proxies").to_pandas().set_index("id")["num_params_seed_compat"]
+    stored = bench.data.table("flexibert_proxies").to_pandas().set_index("id")["num_params_authors"]
     counts = {s: sum(flexibert_num_params(Arch.from_release(e["hparams"]["model_hparam_overrides"]), s) == stored[e["id"]]
                      for e in entries) for s in ("authors", "as_trained", "as_specified")}
     df = bench.to_pandas()
@@ -51,8 +51,8 @@ def stored_model(bench: Benchmark, entries: list[dict[str, Any]]) -> str:
         "## 1. The stored proxies' model\n\n"
         f"Archs whose parameter count equals the stored 'Number of Parameters': authors {counts['authors']}/500, "
         f"as_trained {counts['as_trained']}/500, as_specified {counts['as_specified']}/500.\n\n"
-        f"Kendall tau of the parameter count with GLUE: stored (authors model) {_tau(df.num_params_seed_compat, df.glue):.3f}, "
-        f"as specified {_tau(df.num_params, df.glue):.3f}, as trained {_tau(df.num_params_as_trained, df.glue):.3f}.\n"
+        f"Kendall tau of the parameter count with GLUE: stored (authors model) {_tau(df.num_params_authors, df.glue):.3f}, "
+        f"as specified {_tau(df.num_params_as_specified, df.glue):.3f}, as trained {_tau(df.num_params_as_trained, df.glue):.3f}.\n"
     )
 
 
@@ -115,7 +115,7 @@ def ff_widths(tf: dict[str, Any], bench: Benchmark) -> str:
     layers = [lay for a in tf["archs"] for lay in a["nas_config"]["encoder_layers"]]
     unused = sum(lay["num_feed_forward"] == 1 for lay in layers)
     df = bench.to_pandas()
-    differ = int((df.num_params != df.num_params_as_trained).sum())
+    differ = int((df.num_params_as_specified != df.num_params_as_trained).sum())
     return (
         "## 4. Feed-forward widths as trained\n\n"
         f"Discriminator layers whose widths are H -> 4H -> F x (n - 1) -> H: "

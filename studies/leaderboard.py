@@ -112,15 +112,14 @@ def leaderboard(bench: Any, cache: Path, bootstrap: int = 1000) -> pd.DataFrame:
         rows.append(s)
     st = score_stored("flexibert", bench=bench, bootstrap=bootstrap)
     # score_stored also ranks the package's own size columns; they are the analytic-count rows below
-    st = st[~st["proxy"].isin(["num_params_as_trained", "num_params_faithful", "num_params_as_specified"])]
+    st = st[~st["proxy"].isin(["num_params_as_trained", "num_params_as_specified"])]
     st["semantics"] = "authors"
     st["source"] = "stored (release)"
     st["seconds_per_arch"] = np.nan
     rows.append(st)
     # the analytic parameter counts of each model
     flex = bench.to_pandas()
-    counts = pd.DataFrame({"id": flex["id"], "num_params_as_trained": flex["num_params_as_trained"],
-                           "num_params_as_specified": flex["num_params"], "num_params_authors": flex["num_params_seed_compat"]})
+    counts = flex[["id", "num_params_as_trained", "num_params_as_specified", "num_params_authors"]]
     sc = score(counts, "glue", proxies=list(counts.columns[1:]), control="num_params_as_trained", bench=bench, bootstrap=bootstrap)
     sc["semantics"] = sc["proxy"].str.replace("num_params_", "")
     sc["source"] = "analytic count"
@@ -152,7 +151,7 @@ TRIVIAL = ["depth", "hidden_size", "total_heads", "depth_then_width", "depth_wid
 
 #: proxies that are a size count of the model (parameters or FLOPs), not a training-free score
 SIZE_LIKE = frozenset({"num_params", "nonembedding_params", "flops", "num_params_as_trained", "num_params_as_specified",
-                       "num_params_authors", "num_params_seed_compat", "num_params_faithful"})
+                       "num_params_authors"})
 
 
 def _partial_ci(values: pd.DataFrame, proxy: str, flex: pd.DataFrame, bootstrap: int,

@@ -28,7 +28,7 @@ def paper_figures(out: str | Path, bench: BenchmarkLike | None = None) -> list[P
     flex, _ = stored_values("flexibert", bench)
     return [
         scatter(nlp, "hidden_covariance_layer1", "test_loss", out / "fig1_nlp_hidden_covariance.png", space="nlp", bench=bench, logx=False),
-        scatter(flex, "num_params_seed_compat", "glue", out / "fig2_flexibert_num_params.png", bench=bench),
+        scatter(flex, "num_params_authors", "glue", out / "fig2_flexibert_num_params.png", bench=bench),
         scatter(flex, "head_confidence", "glue", out / "fig3a_flexibert_head_confidence.png", bench=bench),
         scatter(flex, "head_confidence_norm", "glue", out / "fig3b_flexibert_head_confidence_norm.png", bench=bench),
     ]

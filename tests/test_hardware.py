@@ -198,8 +198,8 @@ def test_query_results_carry_the_table_row(hardware_bench):
 def test_regenerated_entries_say_how_to_measure():
     from nasbench_bert import FlexiBERTResult
 
-    r = FlexiBERTResult(id=None, arch=Arch.coerce(SMALL_ARCH), scores={}, glue=0.0, time_to_train=0.0, num_params=1,
-                        num_params_seed_compat=1, num_params_as_trained=1, pretrain_steps=0, hparams={})
+    r = FlexiBERTResult(id=None, arch=Arch.coerce(SMALL_ARCH), scores={}, glue=0.0, time_to_train=0.0,
+                        num_params_as_specified=1, num_params_authors=1, num_params_as_trained=1, pretrain_steps=0, hparams={})
     with pytest.raises(NotEvaluatedError, match="hardware.measure"):
         r.hw()
 

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.torch
 
 
 def test_seed_compat_counts_equal_stored_for_all_500(bench):
-    stored = bench.data.table("flexibert_proxies").to_pandas().set_index("id")["num_params_seed_compat"]
+    stored = bench.data.table("flexibert_proxies").to_pandas().set_index("id")["num_params_authors"]
     with torch.device("meta"):
         for i, a in enumerate(bench.archs):
             n = num_params(FlexiBERTEncoder(a, "seed_compat"))
@@ -31,7 +31,7 @@ def test_seed_compat_counts_equal_stored_for_all_500(bench):
 def test_faithful_counts_are_the_table_column(bench):
     df = bench.to_pandas()
     with torch.device("meta"):
-        for a, n in zip(bench.archs[:50], df.num_params[:50]):
+        for a, n in zip(bench.archs[:50], df.num_params_as_specified[:50]):
             assert num_params(FlexiBERTEncoder(a, "faithful")) == n
 
 

@@ -40,7 +40,7 @@ def stored_nlp(bench):
 
 def test_paper_figures_reproduced_within_002(stored_flex, stored_nlp):
     assert abs(stored_nlp.loc["hidden_covariance_layer1", "kendall_tau"] - 0.37) <= 0.02
-    assert abs(stored_flex.loc["num_params_seed_compat", "kendall_tau"] - 0.44) <= 0.02
+    assert abs(stored_flex.loc["num_params_authors", "kendall_tau"] - 0.44) <= 0.02
     assert abs(stored_flex.loc["head_confidence", "kendall_tau"] - 0.49) <= 0.02
     assert abs(stored_flex.loc["head_confidence_norm", "kendall_tau"] - 0.30) <= 0.02
     # "no other NAS-Bench-NLP proxy above 0.28"
@@ -78,17 +78,17 @@ def test_wikitext2_target(bench):
 
 def test_bootstrap_topk_and_partial(bench):
     df, _ = proxies.scoring.stored_values("flexibert", bench)
-    s = proxies.score(df, "glue", proxies=["head_confidence", "num_params_seed_compat"], control="num_params_seed_compat",
+    s = proxies.score(df, "glue", proxies=["head_confidence", "num_params_authors"], control="num_params_authors",
                       bootstrap=100, bench=bench).set_index("proxy")
     r = s.loc["head_confidence"]
     assert r.tau_ci_low < r.kendall_tau < r.tau_ci_high
     assert 0 <= r.top10_precision <= 1
     # partial tau by the textbook formula
-    x, y, z = df.head_confidence.to_numpy(), df.glue.to_numpy(), df.num_params_seed_compat.to_numpy()
+    x, y, z = df.head_confidence.to_numpy(), df.glue.to_numpy(), df.num_params_authors.to_numpy()
     txy, txz, tyz = kendalltau(x, y)[0], kendalltau(x, z)[0], kendalltau(y, z)[0]
     assert r.partial_tau_given_params == pytest.approx((txy - txz * tyz) / math.sqrt((1 - txz**2) * (1 - tyz**2)))
     assert r.partial_tau_given_params < r.kendall_tau  # size explains part of it
-    assert np.isnan(s.loc["num_params_seed_compat"].get("partial_tau_given_params", np.nan))
+    assert np.isnan(s.loc["num_params_authors"].get("partial_tau_given_params", np.nan))
     assert top_k_precision(np.arange(100.0), np.arange(100.0)) == 1.0
     assert top_k_precision(np.arange(100.0), -np.arange(100.0)) == 0.0
     assert -1 <= strata_tau(x, y, z) <= 1
@@ -128,9 +128,9 @@ def test_seed_compat_num_params_identical_to_stored(bench):
     ids = [0, 3, 17, 250, 499]
     df = proxies.compute(ids, ["num_params"], semantics="seed_compat", bench=bench, batch=SMALL)
     st = bench.data.table("flexibert_proxies").to_pandas().set_index("id").loc[ids]
-    assert df.num_params.tolist() == st.num_params_seed_compat.tolist()
+    assert df.num_params.tolist() == st.num_params_authors.tolist()
     f = proxies.compute(ids, ["num_params"], semantics="faithful", bench=bench, batch=SMALL)
-    assert f.num_params.tolist() == [bench.query(i).num_params for i in ids]
+    assert f.num_params.tolist() == [bench.query(i).num_params_as_specified for i in ids]
 
 
 def test_paper_set_is_one_forward_and_one_backward(bench, monkeypatch):

@@ -43,7 +43,7 @@ def test_flexibert_baselines_equal_the_release_columns(bench, flex, flex_base):
     np.testing.assert_array_equal(b.hidden_size, flex.hidden_size)
     np.testing.assert_array_equal(b.total_heads, _heads(flex))
     np.testing.assert_array_equal(b.param_count, flex.num_params_as_trained)  # the TF graph's variables
-    np.testing.assert_array_equal(b.param_count_as_specified, flex.num_params)
+    np.testing.assert_array_equal(b.param_count_as_specified, flex.num_params_as_specified)
     # the lexicographic encodings order rows exactly as the tuples do (ties included)
     for col, keys in (("depth_then_width", ["num_layers", "hidden_size"]),
                       ("depth_width_then_size", ["num_layers", "hidden_size", "num_params_as_trained"])):
@@ -53,7 +53,7 @@ def test_flexibert_baselines_equal_the_release_columns(bench, flex, flex_base):
         np.testing.assert_array_equal(rank_t, rank_v)
     # under another semantics only the parameter counts change
     auth = scoring.baseline_values(flex[["id"]], "flexibert", semantics="authors", bench=bench)
-    np.testing.assert_array_equal(auth.param_count, flex.num_params_seed_compat)
+    np.testing.assert_array_equal(auth.param_count, flex.num_params_authors)
     np.testing.assert_array_equal(auth.depth, b.depth)
 
 
@@ -80,12 +80,12 @@ def test_score_columns_equal_the_metric_functions(bench, flex):
     cells = f.num_layers.to_numpy(float) * 10_000 + f.hidden_size.to_numpy(float)
     controls = np.c_[f.num_layers, f.hidden_size, _heads(f)]
     assert s.tau_tiebroken == pytest.approx(M.kendall_tau_tiebroken(x, y), abs=1e-12)
-    assert s.tau_pw10 == pytest.approx(M.tau_pw(x, y, f.num_params.to_numpy(float)), abs=1e-12)
+    assert s.tau_pw10 == pytest.approx(M.tau_pw(x, y, f.num_params_as_specified.to_numpy(float)), abs=1e-12)
     assert s.tau_within_cell == pytest.approx(M.tau_within_cell(x, y, cells), abs=1e-12)
     assert s.partial_tau_arch == pytest.approx(M.partial_tau(x, y, controls), abs=1e-10)
     assert (s.pw10_size, s.cells, s.partial_controls) == ("num_params (as specified)", "(layers, hidden size)",
                                                           "layers, hidden_size, total_heads")
-    ctx = M.RankContext(cells=cells, size=f.num_params.to_numpy(float), controls=controls)
+    ctx = M.RankContext(cells=cells, size=f.num_params_as_specified.to_numpy(float), controls=controls)
     est = M.rank_metrics(x, y, ctx, bootstrap=40, seed=3)
     for m in scoring.NEW_METRICS:
         assert (s[f"{m}_ci_low"], s[f"{m}_ci_high"]) == pytest.approx((est[m].ci_low, est[m].ci_high), abs=1e-12), m

@@ -54,7 +54,7 @@ def test_plans():
 
 
 def test_authors_counts_equal_the_stored_column(release_entries, bench):
-    stored = bench.data.table("flexibert_proxies").to_pandas().set_index("id")["num_params_seed_compat"]
+    stored = bench.data.table("flexibert_proxies").to_pandas().set_index("id")["num_params_authors"]
     for e in release_entries:
         a = Arch.from_release(e["hparams"]["model_hparam_overrides"])
         assert flexibert_num_params(a, "authors") == stored[e["id"]]

@@ -39,7 +39,7 @@ def test_all_500_archs_from_every_key_form(bench, release_entries):
         assert r.time_to_train == e["time_to_train"]
         assert dict(r.hparams) == e["hparams"]
         assert r.pretrain_steps == 100_000
-        assert r.num_params == flexibert_num_params(a, "faithful")
+        assert r.num_params_as_specified == flexibert_num_params(a, "as_specified")
 
 
 def test_repeated_archs(bench, release_entries):
@@ -58,7 +58,7 @@ def test_stored_proxies_equal_csv_and_seed_compat_params(bench):
         for src, name in FLEXIBERT_PROXY_COLUMNS.items():
             assert t.at[i, name] == float(r[src]), (i, name)
         # the seed_compat model reproduces the stored parameter count exactly
-        assert bench.query(i, charge=False).num_params_seed_compat == int(r["Number of Parameters"])
+        assert bench.query(i, charge=False).num_params_authors == int(r["Number of Parameters"])
 
 
 def test_learning_curves_equal_json_and_csv(bench):
@@ -227,7 +227,7 @@ def test_query_many_filters_and_exports(bench):
     manual = [
         i for i, a in enumerate(bench.archs)
         if a.hidden_size == 128 and a.num_layers == 4 and any(x.operation_type == "DSC" for x in a.layers)
-        and full.num_params[i] <= 8_000_000
+        and full.num_params_as_specified[i] <= 8_000_000
     ]
     assert sorted(f["id"]) == manual
     only = bench.filter(only="SA-WMA")
