@@ -45,6 +45,26 @@ CITATION = """\
 }"""
 
 
+#: the card's section on what users of the data should know (measured; docs/errata.md)
+KNOWN_FACTS = """\
+## What is known about the data
+
+* **Operation types.** In the released TensorFlow training code the per-layer operation
+  type is compared with `is` against string literals, so every layer may have been
+  trained as scaled dot-product attention. Measured on these 500 runs: adding the
+  per-layer operation fields to hidden size, depth, heads and feed-forward settings
+  raises the OLS R² of GLUE from 0.765 to 0.771 (partial F-test p = 0.85; permutation
+  test p = 0.84). Treat per-operation conclusions with care.
+* **Repeats.** 9 FlexiBERT archs appear twice among the 500 ids (GLUE differs by 0.67 on
+  average, 2.02 at most); 52 NAS-Bench-NLP WikiText-2 cells appear under several recipe
+  ids; 4 WikiText-2 runs diverged (their final loss is NaN).
+* **Stored proxies** (`flexibert_proxies`) were computed on a model that ignores each
+  arch's hidden size and feed-forward width (hidden 256, feed-forward 1024 for all); its
+  raw activation-distance column counts each activation many times (use the normalised
+  one).
+"""
+
+
 def schema_changes(manifest: dict) -> str:
     """The card's "What changed" section, from the manifest's ``renamed_columns``: a
     user who pinned the previous schema's revision learns which names to change."""
@@ -115,22 +135,7 @@ every release file the tables were built from; `nasbench-bert` refuses files tha
 
 {schema_changes(manifest)}
 
-## What is known about the data
-
-* **Operation types.** In the released TensorFlow training code the per-layer operation
-  type is compared with `is` against string literals, so every layer may have been
-  trained as scaled dot-product attention. Measured on these 500 runs: adding the
-  per-layer operation fields to hidden size, depth, heads and feed-forward settings
-  raises the OLS R² of GLUE from 0.765 to 0.771 (partial F-test p = 0.85; permutation
-  test p = 0.84). Treat per-operation conclusions with care.
-* **Repeats.** 9 FlexiBERT archs appear twice among the 500 ids (GLUE differs by 0.67 on
-  average, 2.02 at most); 52 NAS-Bench-NLP WikiText-2 cells appear under several recipe
-  ids; 4 WikiText-2 runs diverged (their final loss is NaN).
-* **Stored proxies** (`flexibert_proxies`) were computed on a model that ignores each
-  arch's hidden size and feed-forward width (hidden 256, feed-forward 1024 for all); its
-  raw activation-distance column counts each activation many times (use the normalised
-  one).
-
+{KNOWN_FACTS}
 ## Provenance and licences
 
 * `flexibert*` tables: built from the release of Serianni & Kalita (ACL 2023),

@@ -26,7 +26,7 @@ of ``to_pandas()``, ``filter()``, ``query_many()``, ``nearest()``),
 from __future__ import annotations
 
 import warnings
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
