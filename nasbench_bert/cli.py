@@ -23,6 +23,8 @@ from .errors import InvalidArgumentError, NasBenchError
 from .search.algorithms import ALGORITHMS
 from .search.oracle import ORACLES
 from .semantics import SEMANTICS_NAMES
+from .slurm import add_arguments as add_slurm_arguments
+from .slurm import from_arguments as slurm_resources
 from .sizes import WIKITEXT2_VOCAB
 
 #: long paths and messages stay on one line for grep. ``markup=False, emoji=False``: every
@@ -316,7 +318,7 @@ def cmd_proxies_compute(args: argparse.Namespace) -> None:
     names = args.proxies.split(",") if "," in args.proxies else args.proxies
     df = proxies.compute(items, names, semantics=args.semantics, seed=args.seed, batch=batch, space=args.space, dtype=args.dtype,
                          bench=bench, cache=args.cache, jobs=args.jobs, progress=not args.quiet,
-                         executor=args.executor, ray_address=args.ray_address)
+                         executor=args.executor, ray_address=args.ray_address, slurm=slurm_resources(args))
     _write_frame(df, Path(args.out))
     console.print(f"wrote {len(df)} rows ({int(df.error.notna().sum())} errors, {int(df.cached.sum())} from cache) to {args.out}")
 
@@ -361,7 +363,8 @@ def cmd_hardware(args: argparse.Namespace) -> None:
     sems = hardware.ALL_SEMANTICS if _is_all(args.semantics) else tuple(args.semantics.split(","))
     settings = hardware.MeasureSettings(threads=args.threads)
     df = hardware.measure_many(items, sems, settings=settings, bench=bench, cache=args.cache, jobs=args.jobs,
-                               executor=args.executor, ray_address=args.ray_address, progress=not args.quiet)
+                               executor=args.executor, ray_address=args.ray_address, progress=not args.quiet,
+                               slurm=slurm_resources(args))
     _write_frame(df, Path(args.out))
     console.print(f"wrote {len(df)} rows ({int(df.error.notna().sum())} errors, {int(df.cached.sum())} from cache, "
                   f"{int(df.shared.sum())} sharing another row's model) to {args.out}")
@@ -450,7 +453,8 @@ def cmd_proxies_evaluate(args: argparse.Namespace) -> None:
                    compare=[c.strip() for c in args.compare.split(",") if c.strip()], ids=ids,
                    nlp_ids=nlp_ids, tasks=not args.no_tasks,
                    higher_is_better=not args.lower_is_better, dedupe=not args.no_dedupe, cache=args.cache, jobs=args.jobs,
-                   executor=args.executor, ray_address=args.ray_address, progress=not args.quiet, batch=batch or None,
+                   executor=args.executor, ray_address=args.ray_address, slurm=slurm_resources(args),
+                   progress=not args.quiet, batch=batch or None,
                    seed=args.seed, dtype=args.dtype, bootstrap=args.bootstrap, bench=bench)
     text = _EVALUATION_FORMATS[fmt](res)
     if args.out is None:
@@ -649,9 +653,10 @@ def _add_proxies_compute(psub: Any) -> None:
     pc.add_argument("--source", default=None, help="random (default), text:<path>, glue:<folder>, hf:<dataset>")
     pc.add_argument("--cache", default=None, help="folder for per-arch results: reruns skip finished archs")
     pc.add_argument("--jobs", type=int, default=1, help="worker processes (executor local)")
-    pc.add_argument("--executor", default="local", choices=["local", "ray"],
-                    help="local processes, or one Ray task per arch over a cluster (resumable with --cache)")
+    pc.add_argument("--executor", default="local", choices=["local", "ray", "slurm"],
+                    help="local processes, one Ray task per arch over a cluster, or a SLURM job array (resumable with --cache)")
     pc.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local instance)")
+    add_slurm_arguments(pc)
     pc.add_argument("--sample", type=int, default=None, metavar="N",
                     help="N archs sampled from the whole 10.6M space (seeded by --seed) instead of benchmark ids")
     pc.add_argument("--out", required=True, help="result table (.parquet or .csv)")
@@ -697,8 +702,10 @@ def _add_proxies_evaluate(psub: Any) -> None:
     pv.add_argument("--no-dedupe", action="store_true", help="compute every row, even where another row's model is identical")
     pv.add_argument("--cache", default=None, help="folder for per-model results: reruns (and killed runs) resume")
     pv.add_argument("--jobs", type=int, default=1, help="worker processes (executor local)")
-    pv.add_argument("--executor", default="local", choices=["local", "ray"], help="this machine, or one Ray task per model")
+    pv.add_argument("--executor", default="local", choices=["local", "ray", "slurm"],
+                    help="this machine, one Ray task per model, or a SLURM job array")
     pv.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local instance)")
+    add_slurm_arguments(pv)
     pv.add_argument("--batch-size", type=int, default=None, help="sequences per batch (FlexiBERT 8, NLP 10)")
     pv.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (FlexiBERT 128, NLP 70)")
     pv.add_argument("--source", default=None, help="random (default), text:<path>, glue:<folder>, hf:<dataset>")
@@ -737,8 +744,10 @@ def _add_hardware(sub: Any) -> None:
     hw.add_argument("--threads", type=int, default=1, help="torch threads per measurement (recorded in every row)")
     hw.add_argument("--cache", default=None, help="folder for per-model results: reruns skip measured models")
     hw.add_argument("--jobs", type=int, default=1, help="worker processes (executor local)")
-    hw.add_argument("--executor", default="local", choices=["local", "ray"], help="this machine, or one Ray task per model")
+    hw.add_argument("--executor", default="local", choices=["local", "ray", "slurm"],
+                    help="this machine, one Ray task per model, or a SLURM job array")
     hw.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local instance)")
+    add_slurm_arguments(hw)
     hw.add_argument("--out", required=True, help="result table (.parquet or .csv)")
     hw.set_defaults(fn=cmd_hardware)
 

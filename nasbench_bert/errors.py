@@ -58,6 +58,21 @@ class OutOfBudgetError(NasBenchError):
     """A query would exceed the simulated training-time budget set on the benchmark."""
 
 
+class MissingExtraError(NasBenchError, ModuleNotFoundError):
+    """An optional dependency is not installed; the message names the extra that brings it.
+
+    A :class:`NasBenchError`, so the CLI prints it as one line (exit 2), and a
+    :class:`ModuleNotFoundError` (``name`` is the missing module), so ``except
+    ImportError`` and ``pytest.importorskip`` treat it as the import failure it is.
+    """
+
+
+class IncompleteSweepError(NasBenchError, RuntimeError):
+    """Some jobs of a sweep ended without a result (killed, preempted, out of time or
+    memory). The parts the others wrote are in the cache: the message says so, and that
+    running the same call again computes only the missing ones."""
+
+
 class SourceUnavailableWarning(UserWarning):
     """A data source failed (offline, missing, corrupt); the next one in the order is tried."""
 

@@ -46,6 +46,7 @@ from .data.tables import GLUE_TASKS
 from .errors import InvalidArgumentError
 from .executors import check_executor
 from .semantics import SEMANTICS, Semantics, get_semantics
+from .slurm import SlurmResources, check_slurm
 from .sweep import PartCache
 from .proxies import registry
 from .proxies.baselines import analytic_values, trivial_names
@@ -290,7 +291,7 @@ def _group_keys(space: str, items: _Items, sem: Semantics, dedupe: bool) -> list
 
 def _sweep(space: str, items: _Items, names: list[str], sem: Semantics, *, dedupe: bool, spec: BatchSpec, seed: int,
            dtype: str, bench: BenchmarkLike | None, cache: Path | None, jobs: int, executor: str, ray_address: str | None,
-           progress: bool) -> pd.DataFrame:
+           progress: bool, slurm: SlurmResources | None = None) -> pd.DataFrame:
     """Values of the model-based proxies ``names`` for every row, computing one
     representative per identical model; columns: the proxies, ``<proxy>__error``,
     ``model_key``, ``shared``, ``cached``, ``error``."""
@@ -303,7 +304,7 @@ def _sweep(space: str, items: _Items, names: list[str], sem: Semantics, *, dedup
     reps = list(first.values())
     label = f"{space} {sem.key}: {len(reps)} models for {len(groups)} rows" if progress else None
     df = compute([items.compute_items[i] for i in reps], names, semantics=sem, seed=seed, dtype=dtype, batch=spec,
-                 space=space, bench=bench, cache=cache, jobs=jobs, executor=executor, ray_address=ray_address,
+                 space=space, bench=bench, cache=cache, jobs=jobs, executor=executor, ray_address=ray_address, slurm=slurm,
                  progress=False if label is None else True) if reps else pd.DataFrame()
     if label is not None and not df.empty:
         print(f"{label}: {int((~df.cached.astype(bool)).sum())} computed, {int(df.cached.astype(bool).sum())} from the cache",
@@ -348,6 +349,7 @@ def evaluate(
     jobs: int = 1,
     executor: str = "local",
     ray_address: str | None = None,
+    slurm: SlurmResources | None = None,
     progress: bool = True,
     batch: Any = None,
     seed: int = 0,
@@ -373,7 +375,8 @@ def evaluate(
     ``dedupe``: compute identical models once (see the module docstring; ``False``
     computes every row, for checks). ``cache``: a folder; finished models are written
     one part each, atomically, and a later call (after a kill too) reuses them.
-    ``jobs``/``executor``/``ray_address``: as :func:`nasbench_bert.proxies.compute`.
+    ``jobs``/``executor``/``ray_address``/``slurm``: as :func:`nasbench_bert.proxies.compute`
+    (``executor="slurm"``: one job array per benchmark and semantics).
     ``progress``: progress on stderr (a bar on a terminal, plain lines otherwise).
     ``batch``: BatchSpec fields for every benchmark, or ``{benchmark: fields or
     BatchSpec}``. ``bootstrap``/``seed``: the intervals' resamples and the proxy seed.
@@ -387,6 +390,7 @@ def evaluate(
         check_bool(flag, v)
     jobs = int(check_int("jobs", jobs, low=1, high=1024))  # type: ignore[arg-type]
     executor = check_executor(executor, ray_address)
+    res = check_slurm(executor, slurm)
     seed = int(check_seed("seed", seed, none=False))  # type: ignore[arg-type]
     bootstrap = int(check_int("bootstrap", bootstrap, low=0, high=100_000))  # type: ignore[arg-type]
     dtype = check_choice("dtype", dtype, DTYPES)
@@ -398,7 +402,7 @@ def evaluate(
     _check_compare(compare, bms)
     bench = ensure_benchmark(bench)
     run = _Run(name, callable_proxy, sems, compare, tasks, dedupe, cache_dir, jobs, executor, ray_address, progress,
-               seed, dtype, bootstrap, bench, _selections(bench, bms, ids, nlp_ids), _batches(batch, bms))
+               seed, dtype, bootstrap, bench, _selections(bench, bms, ids, nlp_ids), _batches(batch, bms), slurm=res)
     return _evaluate(run, bms, t0)
 
 
@@ -472,6 +476,8 @@ class _Run:
     computed: int = 0
     cached: int = 0
     shared: int = 0
+    #: the array tasks' resources (executor "slurm")
+    slurm: SlurmResources | None = None
 
 
 @dataclass(frozen=True)
@@ -548,7 +554,7 @@ def _sweep_counted(run: _Run, bm: str, items: _Items, modelled: list[str], sem: 
     callable that returned a non-number fails the call."""
     swept = _sweep(bm, items, modelled, sem, dedupe=run.dedupe, spec=run.specs[bm], seed=run.seed, dtype=run.dtype,
                    bench=run.bench, cache=None if run.cache_dir is None else run.cache_dir / bm, jobs=run.jobs,
-                   executor=run.executor, ray_address=run.ray_address, progress=run.progress)
+                   executor=run.executor, ray_address=run.ray_address, progress=run.progress, slurm=run.slurm)
     reps = swept[~swept.shared.astype(bool)]
     run.computed += int((~reps.cached.astype(bool)).sum())
     run.cached += int(reps.cached.astype(bool).sum())

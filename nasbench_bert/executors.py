@@ -4,10 +4,14 @@
 
 * ``"local"``: this process (``jobs=1``) or ``jobs`` worker processes;
 * ``"ray"``: one Ray task per item, ``num_cpus`` each, spread over the cluster at
-  ``ray_address`` (default: join a running instance or start a local one).
+  ``ray_address`` (default: join a running instance or start a local one);
+* ``"slurm"``: one SLURM job array through submitit, sized by a
+  :class:`~nasbench_bert.slurm.SlurmResources` (see :mod:`nasbench_bert.slurm`).
 
-Results are handed to ``done`` as they finish (completion order on Ray, task order
-locally), so a caller that caches each one at once can be killed anywhere and resume.
+Results are handed to ``done`` as they finish (completion order on Ray and SLURM, task
+order locally), so a caller that caches each one at once can be killed anywhere and
+resume. (On SLURM the sweep engine has each array task write its own parts, so that
+the submitting process may go away too.)
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any, Callable, Sequence, TypeVar
 from .checks import check_choice, check_int
 from .errors import InvalidArgumentError
 from .progress import Progress
+from .slurm import SlurmResources, check_slurm, run_array
 from .vocabulary import EXECUTORS
 
 T = TypeVar("T")
@@ -32,14 +37,18 @@ def check_executor(executor: Any, ray_address: Any) -> str:
 
 
 def run_tasks(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, Any], None], *, executor: str = "local",
-              jobs: int = 1, ray_address: str | None = None, num_cpus: int = 1, progress: str | None = None) -> None:
+              jobs: int = 1, ray_address: str | None = None, num_cpus: int = 1, progress: str | None = None,
+              slurm: SlurmResources | None = None) -> None:
     """Run ``fn(task)`` for every task and call ``done(position, result)`` for each.
     ``fn`` must be a module-level function (it is pickled to the workers). ``progress``:
-    the label of a progress display (None: none; see :class:`~nasbench_bert.progress.Progress`)."""
+    the label of a progress display (None: none; see :class:`~nasbench_bert.progress.Progress`).
+    ``slurm``: the array tasks' resources (executor ``"slurm"`` only; default
+    :class:`~nasbench_bert.slurm.SlurmResources`)."""
     executor = check_executor(executor, ray_address)
+    res = check_slurm(executor, slurm)
     jobs = check_int("jobs", jobs, low=1, high=1024)
     if progress is None:
-        _run(fn, tasks, done, executor, jobs, ray_address, num_cpus)
+        _run(fn, tasks, done, executor, jobs, ray_address, num_cpus, res)
         return
     with Progress(progress, len(tasks)) as bar:  # a bar on a terminal, plain lines elsewhere
 
@@ -47,12 +56,16 @@ def run_tasks(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, A
             done(i, result)
             bar.advance()
 
-        _run(fn, tasks, advance, executor, jobs, ray_address, num_cpus)
+        _run(fn, tasks, advance, executor, jobs, ray_address, num_cpus, res)
 
 
 def _run(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, Any], None], executor: str, jobs: int,
-         ray_address: str | None, num_cpus: int) -> None:
+         ray_address: str | None, num_cpus: int, slurm: SlurmResources | None) -> None:
     if not tasks:
+        return
+    if executor == "slurm":
+        assert slurm is not None  # check_slurm gives the default
+        run_array(fn, tasks, done, slurm, default_cpus=num_cpus)
         return
     _RUNNERS[executor](fn, tasks, done, jobs, ray_address, num_cpus)
 

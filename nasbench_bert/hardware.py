@@ -54,6 +54,7 @@ from .checks import check_int, check_seed
 from .errors import InvalidArgumentError
 from .executors import check_executor, run_tasks
 from .semantics import AS_SPECIFIED, AS_TRAINED, AUTHORS, VOCAB_SIZE, ModelPlan, Semantics, SemanticsLike, get_semantics
+from .slurm import SlurmResources, check_slurm
 from .spaces.flexibert import Arch
 from .sweep import PartCache, SweepRun, run_sweep
 from .vocabulary import BenchmarkLike, Executor
@@ -298,6 +299,7 @@ def measure_many(
     ray_address: str | None = None,
     shuffle_seed: int | None = 0,
     progress: bool = False,
+    slurm: SlurmResources | None = None,
 ) -> pd.DataFrame:
     """Measure every arch under every semantics; one row per (arch, semantics).
 
@@ -314,9 +316,15 @@ def measure_many(
     ``executor``: ``"local"`` (this process, or ``jobs`` worker processes - each with
     ``settings.threads`` torch threads, so ``jobs x threads`` should not exceed the
     cores) or ``"ray"``: one Ray task per model, ``settings.threads`` CPUs each, spread
-    over the cluster at ``ray_address`` (default: join or start a local instance).
+    over the cluster at ``ray_address`` (default: join or start a local instance), or
+    ``"slurm"``: one SLURM job array through submitit, sized by ``slurm`` (a
+    :class:`~nasbench_bert.slurm.SlurmResources`; CPUs per array task default to
+    ``settings.threads``), each array task writing its parts into a shared cache. Latencies
+    compare only across one node type (pick it with ``partition``), and other jobs on a
+    node change them.
     """
     executor = check_executor(executor, ray_address)
+    res = check_slurm(executor, slurm)
     jobs = check_int("jobs", jobs, low=1, high=1024)
     if settings is not None and not isinstance(settings, MeasureSettings):
         raise InvalidArgumentError(f"settings = {settings!r} is not allowed; allowed: a MeasureSettings or None")
@@ -332,7 +340,7 @@ def measure_many(
     for _, a, s, k in rows_key:
         first.setdefault((s, k), HardwareTask(s, k, str(a), st))
     tasks = list(first.values())
-    how = SweepRun(executor, jobs, ray_address, num_cpus=st.threads, shuffle_seed=shuffle_seed,
+    how = SweepRun(executor, jobs, ray_address, num_cpus=st.threads, shuffle_seed=shuffle_seed, slurm=res,
                    label=(lambda todo, hits: f"hardware ({todo} models to measure, {hits} cached)") if progress else None)
     done = run_sweep(_work, tasks, parts, lambda t, row: row, how)
     results = {(t.semantics, t.key): {**row, "cached": hit} for t, (row, hit) in zip(tasks, done)}

@@ -16,7 +16,9 @@ without recomputing - on this machine or on Ray. This module is that job, writte
   damaged part, or one copied under another task's name, is recomputed, never trusted;
 * :func:`run_sweep` reads what the cache holds, runs the rest through
   :func:`nasbench_bert.executors.run_tasks` and writes each finished row (rows with an
-  ``error`` are returned but not cached, so a failure is retried next time).
+  ``error`` are returned but not cached, so a failure is retried next time). On SLURM
+  the array tasks write their rows themselves (:class:`_StoreInWorker`), so the parts
+  outlive both a killed array task and a submitting process that went away.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any, Callable, Literal, Mapping, Protocol, Sequence, TypeVar,
 
 from .errors import InvalidArgumentError
 from .executors import run_tasks
+from .slurm import SlurmResources
 
 #: how a part file is written: one-row parquet (proxy rows, which hold per-layer lists) or JSON
 PartFormat = Literal["parquet", "json"]
@@ -158,6 +161,30 @@ class SweepRun:
     #: compute the missing tasks in a seeded random order (None: the given order), so
     #: that a slow drift of the machine does not line up with the task order
     shuffle_seed: int | None = None
+    #: the array tasks' resources (executor "slurm"; None: the defaults)
+    slurm: SlurmResources | None = None
+
+
+@dataclass(frozen=True)
+class _StoreInWorker:
+    """The work of one task as a SLURM array task runs it: the stored row if the cache
+    already holds one (a requeued array task repeats its chunk), else ``work`` completed
+    by ``finish`` and written to the cache right there, before the next task - the
+    submitting process need not outlive the array. Returns ``(row, cached)``."""
+
+    work: Callable[[Any], Row]
+    finish: Callable[[Any, Row], Row]
+    cache: PartCache | None
+
+    def __call__(self, task: Any) -> tuple[Row, bool]:
+        if self.cache is not None:
+            hit = self.cache.read(task)
+            if hit is not None:
+                return hit, True
+        row = self.finish(task, self.work(task))
+        if self.cache is not None and row.get("error") is None:
+            self.cache.write(task, row)
+        return row, False
 
 
 def run_sweep(work: Callable[[T], Row], tasks: Sequence[T], cache: PartCache | None,
@@ -187,9 +214,16 @@ def run_sweep(work: Callable[[T], Row], tasks: Sequence[T], cache: PartCache | N
             cache.write(t, row)
         out[todo[k]] = (row, False)
 
+    def stored(k: int, result: tuple[Row, bool]) -> None:  # SLURM: finished and written by the array task
+        out[todo[k]] = result
+
+    fn: Callable[[Any], Any] = work
+    if how.executor == "slurm":
+        # the array tasks need the cache's absolute path: SLURM may start them elsewhere
+        fn = _StoreInWorker(work, finish, None if cache is None else PartCache(cache.folder.resolve(), cache.format, cache.unit))
     label = how.label(len(todo), len(tasks) - len(todo)) if how.label is not None else None
-    run_tasks(work, [tasks[i] for i in todo], done, executor=how.executor, jobs=how.jobs,
-              ray_address=how.ray_address, num_cpus=how.num_cpus, progress=label)
+    run_tasks(fn, [tasks[i] for i in todo], stored if how.executor == "slurm" else done, executor=how.executor,
+              jobs=how.jobs, ray_address=how.ray_address, num_cpus=how.num_cpus, progress=label, slurm=how.slurm)
     missing = sum(r is None for r in out)
     if missing:  # dropping them would shift every later row onto the wrong task
         raise RuntimeError(f"{missing} of {len(tasks)} sweep tasks came back without a row "

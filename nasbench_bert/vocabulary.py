@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 #: the two search spaces
 SpaceName = Literal["flexibert", "nlp"]
-#: where sweeps run: this process (or worker processes), or Ray tasks
-Executor = Literal["local", "ray"]
+#: where sweeps run: this process (or worker processes), Ray tasks, or a SLURM job array
+Executor = Literal["local", "ray", "slurm"]
 #: the precisions a proxy pass or a model can run in
 Dtype = Literal["float32", "float64"]
 #: what answers a search's questions (:mod:`nasbench_bert.search.oracle`)

@@ -35,6 +35,7 @@ from ..checks import check_choice, check_int, check_names, check_seed
 from ..errors import InvalidArgumentError
 from ..executors import check_executor
 from ..semantics import DEFAULT_SEMANTICS, Semantics, SemanticsLike, get_semantics
+from ..slurm import SlurmResources, check_slurm
 from ..sweep import PartCache, SweepRun, run_sweep
 from ..vocabulary import DTYPES, BenchmarkLike, Dtype, Executor, SpaceName
 from . import builtin as _builtin  # noqa: F401  (registers every built-in proxy and analytic score)
@@ -204,6 +205,7 @@ def compute(
     progress: bool = False,
     executor: Executor = "local",
     ray_address: str | None = None,
+    slurm: SlurmResources | None = None,
 ) -> pd.DataFrame:
     """Compute proxies for ``archs``; one row per arch.
 
@@ -234,16 +236,20 @@ def compute(
     one part file, atomically, and a later call with the same arch, semantics,
     objective, dtype, seed and batch reuses it: an interrupted sweep resumes.
 
-    ``executor``: ``"local"`` (this process, or ``jobs`` worker processes) or ``"ray"``:
+    ``executor``: ``"local"`` (this process, or ``jobs`` worker processes), ``"ray"``:
     one Ray task per arch, one CPU each, spread over the cluster at ``ray_address``
-    (default: join or start a local instance). Parts are written by the driver as tasks
-    finish, so a sweep killed anywhere resumes from the cache. Every arch is computed with
+    (default: join or start a local instance), or ``"slurm"``: one SLURM job array
+    through submitit, sized by ``slurm`` (a :class:`~nasbench_bert.slurm.SlurmResources`;
+    default one arch and one CPU per array task; the ``[slurm]`` extra). Parts are
+    written as tasks finish (by the driver; on SLURM by each array task, into a cache the
+    nodes share), so a sweep killed anywhere resumes from the cache. Every arch is computed with
     :data:`WORKER_THREADS` torch thread(s) whichever executor runs it (this process's own
     count is restored afterwards), so a value is the same bits from every executor and
     process, and a cache never mixes values from different thread counts.
     """
     adapter = proxy_space(space)
     executor = check_executor(executor, ray_address)
+    res = check_slurm(executor, slurm)
     st = _settings(space, semantics, seed, batch, protocol)
     dtype = check_choice("dtype", dtype, DTYPES)
     jobs = check_int("jobs", jobs, low=1)
@@ -259,7 +265,7 @@ def compute(
     tasks = [ProxyTask(space, ident, key, names, versions, st.spec, st.semantics, st.objective, st.seed, dtype,
                        WORKER_THREADS)
              for ident, key in items]
-    how = SweepRun(executor, jobs, ray_address,
+    how = SweepRun(executor, jobs, ray_address, slurm=res,
                    label=(lambda todo, hits: f"{space} proxies ({todo} to compute, {hits} cached)") if progress else None)
     done = run_sweep(_work, tasks, cache_parts, _finish, how)
     others = set(registry.REGISTRY[space]) - set(names)  # a part may hold more proxies than were asked for
