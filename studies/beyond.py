@@ -63,6 +63,40 @@ MAX_K = 4
 SHOWN = ("kendall_tau", "tau_tiebroken", "tau_within_cell", "tau_pw10", "partial_tau_arch", "spearman_rho")
 
 
+#: live values closer than this (relative to the larger) are one value: see :func:`snap_near_ties`
+NEAR_TIE_REL = 1e-9
+
+
+def snap_near_ties(v: np.ndarray, rel: float = NEAR_TIE_REL) -> np.ndarray:
+    """``v`` with every run of values whose neighbours (in sorted order) lie within
+    ``rel`` of each other replaced by the run's smallest value, so they tie exactly.
+
+    Why: archs whose as-trained models are the same network up to the order of the sums
+    (e.g. the same layers in another order) get live values that agree to the last few
+    bits, and which of the two is larger is decided by rounding: by the torch thread
+    count, the executor, the CPU's vector kernels. Synflow on ids 250-499 has 49 such
+    pairs (relative gaps 1e-16 to 4e-15; the next gap is above 1e-4), and breaking them
+    one way or the other moves its within-cell tau-b from 0.136 to 0.163: the committed
+    page said +0.145 and a rerun elsewhere +0.156 (issue 28). Values equal to 1e-9 are
+    the same measurement, so they are made one; the figures then no longer depend on the
+    machine. Rounding noise is about 1e-16 relative in float64 and 1e-7 in float32, and
+    the real gaps are far larger, so the threshold sits in an empty stretch.
+    """
+    v = np.asarray(v, dtype=float)
+    out = v.copy()
+    order = np.argsort(v, kind="stable")
+    sv = v[order]
+    finite = np.isfinite(sv)
+    start = 0
+    for k in range(1, len(sv) + 1):
+        if k == len(sv) or not (finite[k] and finite[k - 1]) or \
+                abs(sv[k] - sv[k - 1]) > rel * max(abs(sv[k]), abs(sv[k - 1])):
+            if finite[start]:
+                out[order[start:k]] = sv[start]
+            start = k
+    return out
+
+
 # -- features ----------------------------------------------------------------------------------------
 def spec_features(archs: list[Any]) -> dict[str, dict[str, np.ndarray]]:
     """Spec features of each arch, by family: ``aggregate`` (sums over the layers),
@@ -217,7 +251,7 @@ def load_inputs(live_cache: Path | None, *, live: bool = True, bench: Any = None
                              cache=live_cache, progress=True).sort_values("id").reset_index(drop=True)
         if (df["id"].to_numpy() != rows["id"].to_numpy()).any() or df[list(LIVE_PROXIES)].isna().any().any():
             raise RuntimeError("live proxies missing for some ids")
-        families = {"live": {n: df[n].to_numpy(float) for n in LIVE_PROXIES}, **families}
+        families = {"live": {n: snap_near_ties(df[n].to_numpy(float)) for n in LIVE_PROXIES}, **families}
     return Inputs(rows["id"].to_numpy(), flex["glue"].to_numpy(float), list(flex["arch"]), np.asarray(ctx.cells),
                   base["depth_then_width"].to_numpy(float), ctx, {c: base[c].to_numpy(float) for c in base.columns},
                   families)
@@ -435,6 +469,11 @@ def render(summary: dict[str, Any]) -> str:
         "never used by the selection rule; read the ids 250-499 figures with that in mind.",
         "* Ranks within a cell are taken over all 500 archs (they read no GLUE). Live proxies are the package's "
         "as_trained sweep: random tokens 8 × 128, seed 0, gradient objective a random projection of the output.",
+        *([f"* Live values within {summary['provenance']['inputs']['near_tie_rel']:g} of each other (relative) are "
+           "one value: archs whose trained models are the same network up to the order of the sums get values "
+           "that differ in the last bits, and their order was decided by rounding (thread count, executor, CPU), "
+           "which moved synflow's within-cell τ by ±0.013. Tied exactly, every figure here is the same on any "
+           "machine."] if "near_tie_rel" in summary.get("provenance", {}).get("inputs", {}) else []),
         "",
         "Metrics (`nasbench_bert.metrics`, against the GLUE average): **within-cell τ** is scipy's τ-b pooled over "
         "the pairs in the same (layers, hidden size) cell; **tie-broken τ** is the expected τ-b when the score's "
@@ -488,7 +527,20 @@ def main(argv: list[str] | None = None) -> None:
     from studies.pages import stored_or_computed, write_page
 
     out = Path(args.out)
-    write_page(out, stored_or_computed(out, args.render_only, lambda: summarize(load_inputs(Path(args.cache)))), render)
+
+    def computed() -> dict[str, Any]:
+        from nasbench_bert import Benchmark
+
+        from studies.pages import provenance
+
+        bench = Benchmark.load()
+        return {**summarize(load_inputs(Path(args.cache), bench=bench)),
+                "provenance": provenance("python -m studies.beyond", bench, ids="0-499", select_ids="0-249",
+                                         held_ids="250-499", semantics=SEMANTICS, live_proxies=list(LIVE_PROXIES),
+                                         near_tie_rel=NEAR_TIE_REL, bootstrap=BOOTSTRAP, bootstrap_seed=SEED,
+                                         cache=str(args.cache))}
+
+    write_page(out, stored_or_computed(out, args.render_only, computed), render)
 
 
 if __name__ == "__main__":

@@ -29,3 +29,54 @@ def write_page(out: Path, summary: dict[str, Any], render: Callable[[dict[str, A
     atomic_write(out.with_suffix(".json"), text)
     atomic_write(out, render(json.loads(text)))
     print(f"wrote {out} and {out.with_suffix('.json')}")
+
+
+#: the sources whose hash stands for "the code that made a page": the studies and the package
+CODE_GLOBS = ("studies/*.py", "nasbench_bert/**/*.py")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def code_version(root: Path = ROOT) -> dict[str, Any]:
+    """What code made a page: the git commit checked out, whether the studies or the
+    package differed from it (``dirty``), and a sha256 over the sources themselves.
+
+    Why both: a long generator's JSON is committed and re-rendered in CI without being
+    recomputed, so a reader must be able to tell which code made it. The commit names it
+    when the tree was clean; the source hash names it exactly even when it was not (and
+    is what to compare when re-running the generator later).
+    """
+    import hashlib
+    import subprocess
+
+    h = hashlib.sha256()
+    for pattern in CODE_GLOBS:
+        for p in sorted(root.glob(pattern)):
+            h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return ""
+
+    dirty = git("status", "--porcelain", "--", "studies", "nasbench_bert")
+    return {"git_commit": git("rev-parse", "HEAD") or None, "dirty": bool(dirty), "sources_sha256": h.hexdigest()}
+
+
+def tables_sha256(bench: Any) -> str:
+    """sha256 of the benchmark tables' manifest (which holds every table's own sha256):
+    the input data a page was computed from, in one hash."""
+    import hashlib
+
+    return hashlib.sha256((Path(bench.data.path) / "manifest.json").read_bytes()).hexdigest()
+
+
+def provenance(command: str, bench: Any | None, **inputs: Any) -> dict[str, Any]:
+    """The ``provenance`` entry of a long generator's JSON: the command, the code version
+    (:func:`code_version`), the tables' manifest hash, and the other inputs that made the
+    figures (ids, seeds, bootstrap counts, caches), so a JSON that CI only re-renders
+    still says what made it."""
+    import datetime
+
+    return {"command": command, "code": code_version(), "tables_manifest_sha256": tables_sha256(bench) if bench else None,
+            "generated": datetime.date.today().isoformat(), "inputs": inputs}

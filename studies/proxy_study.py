@@ -22,13 +22,16 @@ metric of :func:`nasbench_bert.scoring.score` with 95 % bootstrap intervals.
 
 Old part names still work: ``seed_compat`` = ``authors``, ``faithful`` = ``as_specified``.
 
-Every value is cached per arch (``--cache``), so an interrupted study resumes.
+Every value is cached per arch (``--cache``), so an interrupted study resumes. The page's
+text, its scores and its provenance (code version, inputs) go to ``docs/proxy_study.json``;
+``--render-only`` rewrites the page from it, which is what CI checks.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import platform
 import time
 from pathlib import Path
@@ -125,7 +128,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n-authors", "--n-seed-compat", dest="n_authors", type=int, default=500)
     ap.add_argument("--parts", default="authors,as_trained,as_specified,nlp")
     ap.add_argument("--wikitext2-vocab", action="store_true", help="WikiText-2 proxies with the 33,278-word LM (slow)")
+    ap.add_argument("--render-only", action="store_true",
+                    help="rewrite the page from the text stored in its JSON; compute nothing")
     a = ap.parse_args(argv)
+    out = Path(a.out)
+    if a.render_only:
+        # the tables are written as each part is computed, so the JSON keeps the page's text
+        # beside the scores; this checks that the committed page is that text
+        from nasbench_bert.atomic import atomic_write
+
+        atomic_write(out, json.loads(out.with_suffix(".json").read_text())["page"])
+        return 0
     bench = Benchmark.load(progress=False)
     cache = Path(a.cache)
     parts = a.parts.split(",")
@@ -152,9 +165,18 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"--parts: {part!r} is not allowed; allowed values: authors, as_trained, as_specified, nlp")
         md.append(text)
         print(text, flush=True)
-    out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(md))
+    from nasbench_bert.atomic import atomic_write
+
+    from studies.pages import provenance
+
+    page = "\n".join(md)
+    atomic_write(out, page)
+    atomic_write(out.with_suffix(".json"), json.dumps(
+        {"page": page, "scores": {k: v.to_dict(orient="records") for k, v in results.items()},
+         "provenance": provenance(f"python -m studies.proxy_study --parts {a.parts}", bench, parts=a.parts,
+                                  n_authors=a.n_authors, wikitext2_vocab=a.wikitext2_vocab, cache=str(a.cache))},
+        indent=1, default=str) + "\n")
     for k, v in results.items():
         v.to_csv(out.with_name(f"{out.stem}_{k}.csv"), index=False)
     return 0

@@ -4,7 +4,7 @@ three semantics: the table behind ``docs/published.md``.
     python -m studies.published [--cache data/published-cache] [--out docs/published.md]
                                 [--small] [--jobs N] [--render-only]
 
-``--small`` computes a 40-arch form (ids 0, 12, 24, ...) in a few minutes (for trying
+``--small`` computes a 40-arch form (:data:`SMALL_IDS`: ids 0, 12, ..., 468) in a few minutes (for trying
 the script; the page says so); the full form computes the closed forms and the W-PCA protocol runs on all 500 archs,
 and the model-based sweeps on the sweep batch on every 5th id (:data:`SWEEP_IDS`; about
 an hour on 2 CPU cores the first time; every arch is cached, one part file each, so an
@@ -30,7 +30,7 @@ import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -49,6 +49,23 @@ SPEC_PROXIES = ["nsc", "nsc_model", "zerolm", "zerolm_model"]
 SWEEP_IDS = tuple(range(0, 500, 5))
 #: archs for the batch-sensitivity runs (every 10th id, a subset of SWEEP_IDS)
 BATCH_IDS = tuple(range(0, 500, 10))
+#: the ``--small`` form's archs: 40, every 12th id (its sweeps run on all 40, its batch
+#: runs on every 4th of them)
+SMALL_IDS = tuple(range(0, 480, 12))
+
+
+def describe_ids(ids: Sequence[int], total: int = 500) -> str:
+    """How a page names a set of ids: "every 5th id" for a stride from 0 to the end,
+    "every 12th id, 0-468" for a stride that stops early, else the count. Why computed:
+    the page said "every 5th id" in the ``--small`` form too, whose sweeps ran on every
+    12th id."""
+    ids = list(ids)
+    steps = {b - a for a, b in zip(ids, ids[1:])}
+    if len(ids) < 2 or len(steps) != 1 or ids[0] != 0:
+        return f"{len(ids)} ids"
+    d = steps.pop()
+    nth = {1: "", 2: "2nd ", 3: "3rd "}.get(d, f"{d}th ")
+    return f"every {nth}id" + ("" if ids[-1] + d >= total else f", {ids[0]}-{ids[-1]}")
 
 
 @dataclass(frozen=True)
@@ -286,7 +303,8 @@ def summarize(values: dict[str, Any], glue: dict[int, float], *, small: bool = F
             batch.append(entry)
     return {
         "small": small, "n": len(ids), "batch_n": len(values.get("batch/random seed 1", {}).get("ids", [])),
-        "sweep_n": len(sweep), "rows": rows, "zerolm": zerolm, "w_pca": wpca, "baselines": baselines,
+        "sweep_n": len(sweep), "sweep_ids": list(values["as_trained"]["ids"]),
+        "batch_ids": list(values.get("batch/random seed 1", {}).get("ids", [])), "rows": rows, "zerolm": zerolm, "w_pca": wpca, "baselines": baselines,
         "baselines_sweep": baselines_sweep, "batch": batch,
         "seconds_per_arch": {k: round(v["seconds_per_arch"], 3) for k, v in values.items() if "seconds_per_arch" in v},
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch threads 1",
@@ -324,7 +342,7 @@ def render(summary: dict[str, Any]) -> str:
         "",
         f"Figures: **Kendall tau-b [95 % bootstrap interval] / Spearman rho / NSC's 10 %-PW tau** against the GLUE "
         f"average over {summary['n']} archs, or over the {summary['sweep_n']} archs of the model-based sweeps on the "
-        "sweep batch (every 5th id; marked n = ...). 10 %-PW tau is tau-b over the arch pairs whose as-specified parameter counts differ by "
+        f"sweep batch ({describe_ids(summary['sweep_ids'])}; marked n = ...). 10 %-PW tau is tau-b over the arch pairs whose as-specified parameter counts differ by "
         "less than 10 % of the larger (this pair rule and size column reproduce NSC's #Params row exactly).",
         *(["", f"**Small form** (`--small`): {summary['n']} archs only; the numbers are not comparable with the "
            "papers'."] if summary["small"] else []),
@@ -344,7 +362,7 @@ def render(summary: dict[str, Any]) -> str:
         "",
         "Trivial baselines on the same archs (tau-b / rho / 10 %-PW tau); no proxy row above should be read without them:",
         "",
-        "| baseline | all archs | the sweep's archs (every 5th id) |",
+        f"| baseline | all archs | the sweep's archs ({describe_ids(summary['sweep_ids'])}) |",
         "|---|---|---|",
         *[f"| {k} | {_f(v)} | {_f(summary['baselines_sweep'][k])} |" for k, v in b.items()],
         "",
@@ -417,7 +435,7 @@ def render(summary: dict[str, Any]) -> str:
             "",
             f"OpenWebText (LPZero, SWAP) and WikiText-2 cannot be fetched here; the code path takes a local file in "
             f"the same format (`BatchSpec(source='text:<file>')`, or `Protocol.with_batch`). On {summary['batch_n']} "
-            "archs (every 10th id), under the authors' model, each proxy on other batches: tau-b / rho against GLUE, "
+            f"archs ({describe_ids(summary['batch_ids'])}), under the authors' model, each proxy on other batches: tau-b / rho against GLUE, "
             "and tau-b against its values on the sweep batch (random 16 x 128, seed 0).",
             "",
             "| proxy | " + " | ".join(labels) + " |",
@@ -445,7 +463,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m studies.published", description=__doc__.split("\n\n")[0])
     ap.add_argument("--cache", default=str(ROOT / "data" / "published-cache"), help="folder of per-arch cache parts")
     ap.add_argument("--out", default=str(DOC), help="the page to write (its JSON goes beside it)")
-    ap.add_argument("--small", action="store_true", help="40 archs instead of 500 (a quick form)")
+    ap.add_argument("--small", action="store_true", help=f"{len(SMALL_IDS)} archs instead of 500 (a quick form)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes for the model-based sweeps")
     ap.add_argument("--render-only", action="store_true", help="rewrite the page from its JSON; compute nothing")
     args = ap.parse_args(argv)
@@ -455,12 +473,17 @@ def main(argv: list[str] | None = None) -> None:
         from nasbench_bert import Benchmark
 
         bench = Benchmark.load()
-        ids = tuple(range(0, 500, 12)) if args.small else tuple(range(500))
+        ids = SMALL_IDS if args.small else tuple(range(500))
         batch_ids = tuple(ids[::4]) if args.small else BATCH_IDS
         sweep_ids = ids if args.small else SWEEP_IDS
         values = compute(Path(args.cache), ids, batch_ids, sweep_ids, bench, jobs=args.jobs)
         table = bench.to_pandas()
-        return summarize(values, dict(zip(table["id"], table["glue"])), small=args.small)
+        from studies.pages import provenance
+
+        return {**summarize(values, dict(zip(table["id"], table["glue"])), small=args.small),
+                "provenance": provenance("python -m studies.published" + (" --small" if args.small else ""), bench,
+                                         ids=list(ids), sweep_ids=list(sweep_ids), batch_ids=list(batch_ids),
+                                         sweep_batch=SWEEP_BATCH, bootstrap=200, bootstrap_seed=0)}
 
     out = Path(args.out)
     write_page(out, stored_or_computed(out, args.render_only, computed), render)
