@@ -19,7 +19,7 @@ from rich.text import Text
 
 from .benchmark import Benchmark
 from .checks import check_int
-from .errors import InvalidArgumentError, NasBenchError
+from .errors import InvalidArgumentError, MissingExtraError, NasBenchError
 from .search.algorithms import ALGORITHMS
 from .search.oracle import ORACLES
 from .semantics import SEMANTICS_NAMES
@@ -143,7 +143,21 @@ def cmd_sample(args: argparse.Namespace) -> None:
     console.print(t)
 
 
+#: ``export --format``: a table as one CSV / parquet file, or syne-tune's blackbox-repository folders
+EXPORT_FORMATS: tuple[str, ...] = ("table", "syne-tune")
+#: ``export --format syne-tune [table]``: which blackboxes a table name selects (none: all of them)
+SYNE_TUNE_TABLES: dict[str, str] = {"flexibert": "nasbench-bert-flexibert", "nlp_ptb": "nasbench-bert-nlp-ptb"}
+
+
 def cmd_export(args: argparse.Namespace) -> None:
+    if args.format not in EXPORT_FORMATS:
+        raise InvalidArgumentError(f"--format = {args.format!r} is not allowed; allowed values: {list(EXPORT_FORMATS)}")
+    if args.format == "syne-tune":
+        return _export_syne_tune(args)
+    if args.table is None:
+        from .data.tables import TABLES
+
+        raise InvalidArgumentError(f"table is missing; allowed values: {sorted(TABLES)} (with --format table)")
     _check_out(Path(args.out))
     bench = _bench(args)
     name = args.table
@@ -158,6 +172,25 @@ def cmd_export(args: argparse.Namespace) -> None:
     out = Path(args.out)
     _write_frame(df, out)  # atomic: a failed export leaves no partial file
     console.print(f"wrote {len(df):,} rows of {name} to {out}")
+
+
+def _export_syne_tune(args: argparse.Namespace) -> None:
+    """``export --format syne-tune --out DIR [flexibert|nlp_ptb]``: DIR/<blackbox>/ in syne-tune's
+    serialisation (nasbench_bert.integrations.syne_tune_recipe; each folder swapped in whole)."""
+    if args.table is not None and args.table not in SYNE_TUNE_TABLES:
+        raise InvalidArgumentError(f"table = {args.table!r} is not allowed with --format syne-tune; allowed values: "
+                                   f"{sorted(SYNE_TUNE_TABLES)} or none (both)")
+    if args.legacy_names:
+        raise InvalidArgumentError("--legacy-names is not allowed with --format syne-tune; allowed: --format table")
+    try:
+        from .integrations.syne_tune_recipe import BLACKBOXES, write_blackboxes
+    except ModuleNotFoundError as e:
+        raise MissingExtraError(f"--format syne-tune needs syne-tune: pip install 'nasbench-bert[hpo]' ({e.name} "
+                                "is not installed)", name=e.name) from None
+    names = BLACKBOXES if args.table is None else (SYNE_TUNE_TABLES[args.table],)
+    folders = write_blackboxes(_bench(args), args.out, names)
+    for name, folder in folders.items():
+        console.print(f"wrote syne-tune blackbox {name} to {folder}")
 
 
 def cmd_build_data(args: argparse.Namespace) -> None:
@@ -589,9 +622,14 @@ def _add_export(sub: Any) -> None:
     """``export``: a table to CSV or parquet."""
     from .data.tables import TABLES
 
-    e = sub.add_parser("export", help="export a table to CSV or parquet")
-    e.add_argument("table", choices=sorted(TABLES), help="which table")
-    e.add_argument("--out", required=True, help="output file (.csv or .parquet), written atomically")
+    e = sub.add_parser("export", help="export a table to CSV or parquet, or the benchmarks as syne-tune blackboxes")
+    e.add_argument("table", nargs="?", default=None, choices=sorted(TABLES),
+                   help="which table (--format table: required; --format syne-tune: flexibert or nlp_ptb, default both)")
+    e.add_argument("--format", default="table",
+                   help=f"one of {', '.join(EXPORT_FORMATS)} (default table): 'syne-tune' writes OUT/<blackbox>/ in "
+                        "syne-tune's blackbox-repository serialisation (docs/integrations.md)")
+    e.add_argument("--out", required=True, help="output file (.csv or .parquet), written atomically; with --format "
+                                                "syne-tune a folder (each blackbox subfolder replaced whole)")
     e.add_argument("--legacy-names", action="store_true",
                    help="write the data release 1 column names (num_params, num_params_seed_compat; deprecated, "
                         "removed in 0.4)")
