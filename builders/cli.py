@@ -16,6 +16,8 @@ from rich.text import Text
 
 from nasbench_bert.errors import InvalidArgumentError
 from nasbench_bert.semantics import SEMANTICS_NAMES
+from nasbench_bert.slurm import add_arguments as add_slurm_arguments
+from nasbench_bert.slurm import from_arguments as slurm_resources
 
 #: plain text: the lines echo user paths and arch strings, which rich's markup and emoji
 #: codes would rewrite (``[bold]``, ``:thumbs_up:``, the ``:b:`` of ``a:b:c``)
@@ -25,7 +27,8 @@ console = Console(soft_wrap=True, markup=False, emoji=False)
 def cmd_build_entry(args: argparse.Namespace) -> None:
     from nasbench_bert import Benchmark
 
-    from .entry import build_many, make_recipe
+    from .entry import build_many
+    from .preflight import preflight
     from .glue import TASKS
 
     archs: list[Any] = []
@@ -52,10 +55,13 @@ def cmd_build_entry(args: argparse.Namespace) -> None:
         if not tasks:
             raise InvalidArgumentError(f"--tasks = {args.tasks!r} names no task; allowed: comma-separated names of "
                                        f"{sorted(TASKS)}, or leave it out for all 8")
-    # every field checked (and the recipe key made) before any work; a rerun of the same
-    # recipe is "skipped", a changed recipe (steps, tasks, semantics, ...) is a new entry
-    recipe = make_recipe(corpus=args.corpus, glue=args.glue, tasks=tasks, pretrain_config=pre, finetune_config=fin,
-                         semantics=args.semantics)
+    # every input checked (and the recipe key made) before any work or any folder is made:
+    # corpus, GLUE files of each task, results and work folders, recipe fields, device
+    # (builders.preflight). A rerun of the same recipe is "skipped", a changed recipe
+    # (steps, tasks, semantics, ...) is a new entry
+    recipe = preflight(archs, corpus=args.corpus, glue=args.glue, tasks=tasks, pretrain_config=pre, finetune_config=fin,
+                       results=args.results, workdir=args.workdir, semantics=args.semantics, device=args.device,
+                       executor=args.executor)
     done_before: set[int] = set()
     if args.results:
         from .results import ResultsTable
@@ -68,6 +74,7 @@ def cmd_build_entry(args: argparse.Namespace) -> None:
         out = build_many(archs, executor=args.executor, ray_address=args.ray_address, corpus=args.corpus, glue=args.glue,
                          tasks=tasks, pretrain_config=pre, finetune_config=fin,
                          results=args.results, workdir=args.workdir, semantics=args.semantics, device=args.device,
+                         slurm=slurm_resources(args),
                          **({"gpus_per_arch": args.gpus_per_arch} if args.gpus_per_arch is not None else {}),
                          **({"cpus_per_arch": args.cpus_per_arch} if args.cpus_per_arch is not None else {}))
     for i, (a, e) in enumerate(zip(archs, out)):
@@ -138,8 +145,10 @@ def register(sub: Any) -> None:
     be.add_argument("--workdir", default=None, help="checkpoints (a killed build resumes)")
     be.add_argument("--semantics", default="as_trained", choices=list(SEMANTICS_NAMES),
                     help="the model to train: as_trained (the benchmark's; default) or as_specified (a corrected benchmark)")
-    be.add_argument("--executor", default="local", choices=["local", "ray"], help="one process, or one Ray task per arch")
+    be.add_argument("--executor", default="local", choices=["local", "ray", "slurm"],
+                    help="one process, one Ray task per arch, or a SLURM job array (one array task per arch)")
     be.add_argument("--ray-address", default=None, help="join this Ray cluster (default: a local instance)")
+    add_slurm_arguments(be)
     acc = be.add_argument_group("accelerators", "docs/builders.md, 'Accelerators'; all off by default (the plain fp32 loop)")
     acc.add_argument("--device", default=None, help="auto (default: a GPU when there is one), cpu, cuda or cuda:<index>")
     acc.add_argument("--accelerated", action="store_true",

@@ -1,15 +1,18 @@
 """``build_entry(arch)``: pretrain with ELECTRA, finetune on GLUE, and write an entry in
 the release's JSON form (validated against ``schemas/flexibert_entry.schema.json``).
 
-Sweeps run through an executor: ``"local"`` (one process, the default) or ``"ray"``
+Sweeps run through an executor: ``"local"`` (one process, the default), ``"ray"``
 (one Ray task per arch, one GPU per task when the cluster has GPUs; see
-:func:`ray_resources`).
+:func:`ray_resources`) or ``"slurm"`` (a SLURM job array through submitit, sized by a
+:class:`~nasbench_bert.slurm.SlurmResources`; each array task writes its entry into the
+results table, so a rerun builds only the missing ones).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 import json
 import math
 import os
@@ -26,10 +29,12 @@ from nasbench_bert.data.schemas import validate_entry as _validate
 from nasbench_bert.errors import InvalidArgumentError
 from nasbench_bert.semantics import AS_TRAINED, SemanticsLike, get_semantics
 from nasbench_bert.sizes import flexibert_num_params
+from nasbench_bert.slurm import SlurmResources, check_slurm
 from nasbench_bert.spaces.flexibert import Arch
 
 from .glue import FINETUNE_EXECUTION_FIELDS, TASKS, FinetuneConfig, finetune
 from .pretrain import EXECUTION_FIELDS as PRETRAIN_EXECUTION_FIELDS
+from .preflight import preflight
 from .pretrain import PretrainConfig, pretrain, resolve_device
 from .results import ResultsTable
 
@@ -218,9 +223,11 @@ def build_entry(
     named), finetuned with Table 3's settings: a corrected benchmark. The entry
     records which.
     """
+    # every input (corpus, GLUE files, folders, recipe fields) checked before the first step
+    recipe = preflight([arch], corpus=corpus, glue=glue, tasks=tasks, pretrain_config=pretrain_config,
+                       finetune_config=finetune_config, results=results, workdir=workdir, semantics=semantics,
+                       device=device, id=id)
     a = Arch.coerce(arch)
-    recipe = make_recipe(corpus=corpus, glue=glue, tasks=tasks, pretrain_config=pretrain_config,
-                         finetune_config=finetune_config, semantics=semantics)
     sem, pc, fc, tasks = get_semantics(recipe.semantics), recipe.pretrain, recipe.finetune, list(recipe.tasks)
     dev = str(resolve_device(device or "auto"))  # a GPU when there is one (Ray's CUDA_VISIBLE_DEVICES picks which)
     table = ResultsTable(results) if results is not None else None
@@ -330,20 +337,37 @@ def ray_resources(cluster: dict[str, float], gpus_per_arch: float | None = None,
 
 
 def build_many(archs: Iterable[Any], *, executor: str = "local", ray_address: str | None = None,
-               gpus_per_arch: float | None = None, cpus_per_arch: float = 1, **kw: Any) -> list[dict[str, Any] | None]:
+               gpus_per_arch: float | None = None, cpus_per_arch: float = 1, slurm: SlurmResources | None = None,
+               **kw: Any) -> list[dict[str, Any] | None]:
     """Build entries for many archs. ``executor="ray"`` runs one Ray task per arch
     (``ray_address`` joins a cluster; default a local instance). Each task asks for
     :func:`ray_resources` - one GPU per arch when ``device="cuda"`` is requested or,
     by default, when the cluster has GPUs, unless ``gpus_per_arch`` says otherwise -
     and trains on the GPU Ray gives it (``CUDA_VISIBLE_DEVICES``; the entry's
-    ``environment`` records it). ``kw`` goes to :func:`build_entry`. Archs claimed by
-    another builder give ``None``."""
+    ``environment`` records it). ``executor="slurm"`` submits one job array, one arch per
+    array task, with ``slurm``'s resources (:class:`~nasbench_bert.slurm.SlurmResources`:
+    ``gpus_per_node=1`` for a GPU per arch); give ``results`` (and ``workdir``) on a file
+    system the nodes share: each array task writes its entry there, so after a killed task
+    the same call builds only the missing entries (and resumes a pretraining from its last
+    checkpoint). ``kw`` goes to :func:`build_entry`. Archs claimed by another builder give
+    ``None``."""
     from .results import ArchClaimed
 
+    archs = list(archs)
+    known = set(inspect.signature(build_entry).parameters) - {"arch"}
+    unknown = sorted(set(kw) - known)
+    if unknown:
+        raise InvalidArgumentError(f"argument(s) {unknown} not allowed; allowed: {sorted(known)} (of build_entry)")
+    if "id" in kw:
+        raise InvalidArgumentError("id is not allowed in build_many (one id cannot name many entries); call build_entry")
+    # the whole sweep's inputs checked once, before any arch is built or a Ray task started
+    preflight(archs, executor=executor, **kw)
     archs = [Arch.coerce(a) for a in archs]
-    if executor == "local" and (gpus_per_arch is not None or cpus_per_arch != 1):
+    res = check_slurm(executor, slurm)
+    if executor in ("local", "slurm") and (gpus_per_arch is not None or cpus_per_arch != 1):
         raise InvalidArgumentError(f"gpus_per_arch = {gpus_per_arch!r}, cpus_per_arch = {cpus_per_arch!r} are not allowed "
-                                   "with executor = 'local'; allowed there: the defaults (None, 1); they size Ray tasks")
+                                   f"with executor = {executor!r}; allowed there: the defaults (None, 1); they size Ray "
+                                   "tasks (SLURM array tasks: slurm=SlurmResources(gpus_per_node=..., cpus_per_task=...))")
     if executor == "local":
         out: list[dict[str, Any] | None] = []
         for a in archs:
@@ -352,8 +376,10 @@ def build_many(archs: Iterable[Any], *, executor: str = "local", ray_address: st
             except ArchClaimed:
                 out.append(None)
         return out
+    if res is not None:
+        return _build_on_slurm(archs, res, kw)
     if executor != "ray":
-        raise InvalidArgumentError(f"executor = {executor!r} is not allowed; allowed values: ['local', 'ray']")
+        raise InvalidArgumentError(f"executor = {executor!r} is not allowed; allowed values: ['local', 'ray', 'slurm']")
     import ray
 
     if not ray.is_initialized():
@@ -368,3 +394,32 @@ def build_many(archs: Iterable[Any], *, executor: str = "local", ray_address: st
             return None
 
     return ray.get([_task.options(**res).remote(str(a), kw) for a in archs])
+
+
+def _build_on_slurm(archs: Sequence[Arch], res: SlurmResources, kw: dict[str, Any]) -> list[dict[str, Any] | None]:
+    """:func:`build_many` on SLURM: one array task per arch by default (a build takes
+    hours; ``tasks_per_job`` packs several, built one after the other)."""
+    import functools
+
+    from nasbench_bert.executors import run_tasks
+
+    device = kw.get("device")
+    if isinstance(device, str) and device.startswith("cuda") and res.gpus_per_node == 0:
+        raise InvalidArgumentError(f"device = {device!r} is not allowed with slurm gpus_per_node = 0 (the array tasks "
+                                   "would have no GPU); allowed: gpus_per_node >= 1 (--slurm-gpus 1), or device None, "
+                                   "'auto' or 'cpu'")
+    out: list[dict[str, Any] | None] = [None] * len(archs)
+    run_tasks(functools.partial(_build_one, kwargs=kw), [str(a) for a in archs], out.__setitem__, executor="slurm",
+              slurm=res)
+    return out
+
+
+def _build_one(arch: str, kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """One arch's build in an array task (module-level: submitit pickles it by name);
+    None when another builder holds the arch's claim."""
+    from .results import ArchClaimed
+
+    try:
+        return build_entry(arch, **kwargs)
+    except ArchClaimed:
+        return None

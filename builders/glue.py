@@ -130,6 +130,45 @@ def task_metrics(task: Task, pred: np.ndarray, gold: np.ndarray) -> dict[str, fl
 
 
 # -- data ---------------------------------------------------------------------------------------
+def split_path(task: Task, folder: str | Path, split: str) -> Path:
+    """The TSV file of ``split`` ('train' or 'dev') of ``task`` in a local GLUE ``folder``:
+    ``<folder>/<task>/<file>``, or ``<folder>/<file>`` when ``folder`` is a single task's
+    folder. One place, so that the preflight checks the very file the build reads."""
+    base = Path(folder)
+    if (base / task.name).is_dir():
+        base = base / task.name
+    return base / (task.dev if split == "dev" else "train.tsv")
+
+
+def split_problem(task: Task, path: Path) -> str | None:
+    """What keeps ``path`` from being read as ``task``'s split, from its first line alone
+    (cheap, so a build can check every task before pretraining): missing, unreadable, not
+    UTF-8, empty, or without the task's columns; None when it looks right."""
+    if not path.is_file():
+        return f"task {task.name!r} has no {path.name} in {path.parent}"
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            first = f.readline()
+    except UnicodeDecodeError as e:
+        return f"task {task.name!r}: {path} is not UTF-8 text (byte {e.start}: {e.reason})"
+    except OSError as e:
+        return f"task {task.name!r}: {path} cannot be read ({e.strerror})"
+    if not first.strip():
+        return f"task {task.name!r}: {path} is empty"
+    head = next(csv.reader([first], delimiter="\t", quoting=csv.QUOTE_NONE))
+    if task.header:
+        missing = [c for c in (*task.text, task.label) if c not in head]
+        if missing:
+            return f"task {task.name!r}: {path} lacks column(s) {missing}; it has {head}"
+    elif len(head) <= max(int(c) for c in (*task.text, task.label)):
+        return f"task {task.name!r}: {path} has {len(head)} column(s); a header-less {task.name} row needs " \
+               f"{max(int(c) for c in (*task.text, task.label)) + 1}"
+    elif task.labels is not None and head[int(task.label)] not in task.labels:
+        return f"task {task.name!r}: {path}'s first row has label {head[int(task.label)]!r} in column {task.label}; " \
+               f"allowed: {list(task.labels)}"
+    return None
+
+
 def read_split(task: Task, source: str | Path, split: str) -> list[tuple[tuple[str, ...], Any]]:
     """Examples ``((text_a[, text_b]), label)`` of ``split`` ('train' or 'dev')."""
     src = str(source)
@@ -144,10 +183,8 @@ def read_split(task: Task, source: str | Path, split: str) -> list[tuple[tuple[s
             lab = float(lab) if task.labels is None else (HUB_LABELS[task.name][lab] if task.name in HUB_LABELS else str(lab))
             out.append((tuple(ex[c] for c in cols), lab))
         return out
-    folder = Path(src)
-    if (folder / task.name).is_dir():
-        folder = folder / task.name
-    path = folder / (task.dev if split == "dev" else "train.tsv")
+    path = split_path(task, src, split)
+    folder = path.parent
     if not path.is_file():
         raise FileNotFoundError(f"task {task.name!r}: no {path.name} in {folder} (GLUE TSV layout expected)")
     try:

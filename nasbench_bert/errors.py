@@ -6,6 +6,8 @@ never has to read a traceback into library internals to understand a bad input.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 class NasBenchError(Exception):
     """Base class of every error raised on purpose by :mod:`nasbench_bert`."""
@@ -81,3 +83,27 @@ class InputRowsWarning(UserWarning):
     """Rows of a user's table were merged or dropped because an explicit option said so
     (``scoring.score``'s ``duplicates=`` / ``unknown_ids=``); the message says which and
     how many, so that what was scored is never a silent subset of what was given."""
+
+
+@dataclass(frozen=True)
+class InputProblem:
+    """One input a long job would need and cannot use: ``field`` names the argument (CLI
+    option without its dashes), ``message`` says what is wrong and what is allowed."""
+
+    field: str
+    message: str
+
+
+class PreflightError(InvalidArgumentError):
+    """The inputs of a long job (a build, a sweep) checked before its first step, and some
+    unusable: every problem at once (:attr:`problems`, each naming its field), so a user
+    fixes them in one go instead of finding the next after hours of work."""
+
+    def __init__(self, problems: list[InputProblem]) -> None:
+        self.problems = list(problems)
+        lines = [p.message for p in self.problems]
+        head = lines[0] if len(lines) == 1 else f"{len(lines)} inputs cannot be used:\n  " + "\n  ".join(lines)
+        super().__init__(head)
+
+    def __reduce__(self) -> tuple[type, tuple[list[InputProblem]]]:  # pickled whole (Ray returns errors by pickle)
+        return (type(self), (self.problems,))

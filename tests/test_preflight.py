@@ -142,3 +142,84 @@ def test_search_run_refuses_budgets_beyond_the_oracle(bench):
     with pytest.raises(InvalidArgumentError, match=r"time_budget"):
         search.run("random", bench, budget=None, time_budget=total * 2)
     assert len(search.run("random", bench, budget=distinct, seed=0)) == distinct  # the bound itself is allowed
+
+
+# -- item 3: build-entry checks every input before the first step ----------------------------------
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+@pytest.fixture
+def inputs(tmp_path) -> dict[str, Path]:
+    """A tiny text corpus, a GLUE folder whose RTE lacks dev.tsv, and one with RTE whole."""
+    corpus = tmp_path / "in" / "corpus.txt"
+    corpus.parent.mkdir()
+    corpus.write_text("the quick brown fox jumps over the lazy dog\n" * 200)
+    no_dev = tmp_path / "in" / "glue_no_dev" / "rte"
+    no_dev.mkdir(parents=True)
+    (no_dev / "train.tsv").write_bytes((GLUE_RTE / "train.tsv").read_bytes())
+    return {"corpus": corpus, "no_dev": no_dev.parent, "out": tmp_path / "out"}
+
+
+#: (extra CLI arguments, the field the error must name); each case leaves a valid build otherwise
+BAD_BUILD_INPUTS = [
+    (["--glue", "/nonexistent"], "glue"),
+    (["--glue", "{no_dev}"], "glue"),                       # rte/train.tsv there, rte/dev.tsv missing
+    (["--tasks", "rte,mrpc"], "glue"),                      # the RTE folder has no MRPC files
+    (["--corpus", "text:/nonexistent/corpus.txt"], "corpus"),
+    (["--corpus", "text:{empty}"], "corpus"),                 # a corpus file that holds no text
+    (["--results", "/proc/nasbench-results"], "results"),
+    (["--workdir", "{corpus}"], "workdir"),                  # a file where a folder must go
+]
+
+
+@pytest.mark.parametrize("extra,field", BAD_BUILD_INPUTS, ids=[f"{f}:{' '.join(e)}" for e, f in BAD_BUILD_INPUTS])
+def test_build_entry_cli_checks_inputs_before_pretraining(inputs, capsys, extra, field):
+    """It pretrained (writing its checkpoint) before it found the GLUE folder missing; now
+    every input is checked first, the error names the field, and nothing is written."""
+    from nasbench_bert import cli
+
+    empty = inputs["corpus"].parent / "empty.txt"
+    empty.write_text("\n \n")
+    fmt = {"no_dev": inputs["no_dev"], "corpus": inputs["corpus"], "empty": empty}
+    extra = [a.format(**fmt) for a in extra]
+    out = inputs["out"]
+    before = _files(inputs["corpus"].parent)
+    argv = ["build-entry", ARCH, "--corpus", f"text:{inputs['corpus']}", "--glue", str(GLUE_RTE), "--tasks", "rte",
+            *TINY_ARGS, "--results", str(out / "results"), "--workdir", str(out / "work"), *extra]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{field} = " in err and "Traceback" not in err, err
+    assert not out.exists(), _files(out)  # no checkpoint, no results folder, no partial file
+    assert _files(inputs["corpus"].parent) == before
+
+
+def test_build_entry_python_api_preflight_names_every_problem(inputs, monkeypatch):
+    """build_entry and build_many (both executors) run the same preflight first; its error
+    is typed and lists each problem with its field."""
+    from builders import entry
+    from builders.preflight import InputProblem, PreflightError, preflight
+    from nasbench_bert import InvalidArgumentError
+
+    def never(*a, **k):
+        raise AssertionError("pretraining started before the inputs were checked")
+
+    monkeypatch.setattr(entry, "pretrain", never)
+    kw = dict(corpus="text:/nonexistent.txt", glue=inputs["no_dev"], tasks=["rte"], pretrain_config=TINY_PRE,
+              finetune_config=TINY_FT, results=inputs["out"] / "r", workdir=inputs["out"] / "w")
+    with pytest.raises(PreflightError) as e:
+        entry.build_entry(ARCH, **kw)
+    assert isinstance(e.value, InvalidArgumentError)
+    assert [p.field for p in e.value.problems] == ["corpus", "glue"]
+    assert all(isinstance(p, InputProblem) for p in e.value.problems)
+    assert "rte" in str(e.value) and "dev.tsv" in str(e.value)
+    with pytest.raises(PreflightError):
+        entry.build_many([ARCH], **kw)
+    monkeypatch.setitem(sys.modules, "ray", None)  # the Ray path checks before it imports or starts Ray
+    with pytest.raises(PreflightError):
+        entry.build_many([ARCH], executor="ray", **kw)
+    assert not inputs["out"].exists()
+    # good inputs pass, and give the recipe the build will run
+    ok = preflight([ARCH], corpus=f"text:{inputs['corpus']}", glue=GLUE_RTE, tasks=["rte"], pretrain_config=TINY_PRE,
+                   finetune_config=TINY_FT, results=inputs["out"] / "r", workdir=inputs["out"] / "w")
+    assert ok.tasks == ("rte",) and not inputs["out"].exists()
