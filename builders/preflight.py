@@ -130,7 +130,9 @@ def preflight(archs: Sequence[Any], *, corpus: str = "hf:openwebtext", glue: str
     Checked: the archs (in the space), the recipe's fields (:func:`~.entry.make_recipe`),
     the corpus (readable, holding text), the GLUE source and each task's train and dev
     files (their columns), the ``results`` and ``workdir`` folders and, for a
-    ``pretokenized`` corpus, its cache folder (writable), the device and the executor.
+    ``pretokenized`` corpus, its cache folder (writable), the device (available here for
+    the local executor; well-formed for Ray and SLURM, whose tasks run elsewhere) and the
+    executor.
     """
     from .entry import make_recipe
     from .glue import TASKS
@@ -170,10 +172,15 @@ def preflight(archs: Sequence[Any], *, corpus: str = "hf:openwebtext", glue: str
         bad = writable_folder_problem("pretrain_config.corpus_cache", recipe.pretrain.corpus_cache or default_cache_dir())
         if bad is not None:
             problems.append(bad)
-    try:
-        resolve_device(device or "auto")
-    except InvalidArgumentError as e:
-        problems.append(InputProblem("device", str(e)))
+    if executor == "local":  # a Ray or SLURM task resolves its device on its own node, which may have a GPU
+        try:
+            resolve_device(device or "auto")
+        except InvalidArgumentError as e:
+            problems.append(InputProblem("device", str(e)))
+    elif device is not None and not (isinstance(device, str) and (device in ("auto", "cpu", "cuda")
+                                                                  or re.fullmatch(r"cuda:[0-9]+", device))):
+        problems.append(InputProblem("device", f"device = {device!r} is not allowed; allowed values: None, 'auto', 'cpu', "
+                                               "'cuda', 'cuda:<index>'"))
     if executor not in EXECUTORS:
         problems.append(InputProblem("executor", f"executor = {executor!r} is not allowed; allowed values: {list(EXECUTORS)}"))
     if id is not None and (not isinstance(id, int) or isinstance(id, bool) or id < 0):
