@@ -239,6 +239,11 @@ def _writable(folder: Path, option: str) -> None:
         probe = probe.parent
     if not os.access(probe, os.W_OK | os.X_OK):
         raise InvalidArgumentError(f"{option} = {str(folder)!r}: {probe} is not writable; choose a folder you can write to")
+    try:  # permission bits can say yes where nothing can be made (/proc, a read-only mount): make a folder, remove it
+        os.rmdir(tempfile.mkdtemp(dir=probe, prefix=".nasbench-bert-probe-"))
+    except OSError as e:
+        raise InvalidArgumentError(f"{option} = {str(folder)!r} cannot be written ({probe}: {e.strerror}); choose a folder "
+                                   "you can write to") from None
 
 
 def cmd_download(args: argparse.Namespace) -> None:

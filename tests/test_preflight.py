@@ -223,3 +223,28 @@ def test_build_entry_python_api_preflight_names_every_problem(inputs, monkeypatc
     ok = preflight([ARCH], corpus=f"text:{inputs['corpus']}", glue=GLUE_RTE, tasks=["rte"], pretrain_config=TINY_PRE,
                    finetune_config=TINY_FT, results=inputs["out"] / "r", workdir=inputs["out"] / "w")
     assert ok.tasks == ("rte",) and not inputs["out"].exists()
+
+
+# -- item 3: hardware and proxies check their cache folder before any model ------------------------
+@pytest.mark.parametrize("argv", [
+    ["hardware", "--ids", "0", "--semantics", "as_trained", "--cache", "/proc/nb-cache", "--out", "{tmp}/h.csv"],
+    ["proxies", "compute", "--ids", "0", "--proxies", "synflow", "--cache", "/proc/nb-cache", "--out", "{tmp}/p.csv"],
+    ["proxies", "evaluate", "synflow", "--ids", "0", "--benchmarks", "flexibert", "--cache", "/proc/nb-cache"],
+])
+def test_sweeps_refuse_an_unusable_cache_before_any_model(data_dir, tmp_path, monkeypatch, capsys, argv):
+    """A cache folder where permissions say yes but nothing can be made (/proc, a read-only
+    mount) was found only inside the sweep; now a probe folder is made (and removed) first."""
+    from nasbench_bert import cli, evaluation, hardware, proxies
+
+    class Reached(Exception):
+        pass
+
+    def work(*a, **k):
+        raise Reached
+
+    monkeypatch.setenv("NASBENCH_BERT_DATA", str(data_dir))
+    for mod, name in ((hardware, "measure_many"), (proxies, "compute"), (evaluation, "evaluate")):
+        monkeypatch.setattr(mod, name, work)
+    assert cli.main([a.format(tmp=tmp_path) for a in argv]) == 2
+    assert "--cache = '/proc/nb-cache'" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
