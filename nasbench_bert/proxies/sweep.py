@@ -3,9 +3,11 @@
 
 **One torch thread per worker.** A proxy value must not depend on how the sweep ran.
 torch's CPU kernels (matmul, softmax and their backward) split their reductions by the
-intra-op thread count, so the last bits of a value do: 1 and 2 threads gave synflow and
-snip values 1-2 ulp apart here, head confidence 1.16e-8 apart on another machine, and a
-cache filled by processes with different counts mixed them. Making every kernel
+intra-op thread count, so the last bits of a value do: with 1 and 2 threads, 8 of the 39
+FlexiBERT proxies changed on 8 sampled archs at the default batch (synaptic diversity by
+up to 2.0e-8 relative, the NTK trace in every arch by up to 4.3e-10, synflow and snip by an
+ulp), head confidence by 1.16e-8 in a reported run, and a cache filled by processes with
+different counts mixed them. Making every kernel
 thread-count-invariant is not in this package's hands, so the count is fixed instead:
 every worker - this process when ``jobs=1``, each worker process, each Ray task -
 computes with exactly :data:`WORKER_THREADS` torch threads (this process gets its own
