@@ -2,7 +2,8 @@
 
 It implements the endpoints that ``huggingface_hub`` itself calls for a dataset repo, so
 the tests exercise the real client (no mocks): repo creation, branches, preupload and
-NDJSON commits (regular, base64-inlined files), ``repo_info``, and ``resolve`` with
+NDJSON commits (regular, base64-inlined files), ``repo_info``, ``list_repo_tree`` (what
+``snapshot_download`` lists a commit with), and ``resolve`` with
 HEAD/GET, ``X-Repo-Commit``, ``ETag``/``X-Linked-Etag``, ``Content-Length`` and
 ``Range`` (206) so that interrupted downloads resume. Errors carry ``X-Error-Code`` the
 way the Hub does, so the client raises its own typed errors.
@@ -22,7 +23,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
@@ -135,7 +136,35 @@ def _handler(server: HubServer) -> type[BaseHTTPRequestHandler]:
                     return self._error(404, "RevisionNotFound", f"Revision {rev} not found")
                 files = server.repos[repo_id].commits[sha]
                 return self._json(200, {"id": repo_id, "sha": sha, "private": False, "siblings": [{"rfilename": p} for p in sorted(files)]})
+            if path.startswith("/api/datasets/") and "/tree/" in path:
+                return self._tree(path)
             self._resolve(path, head=False)
+
+        def _tree(self, path: str) -> None:
+            # list_repo_tree (snapshot_download lists a commit with it): one page, files as the Hub
+            # describes a regular (non-LFS) file - oid is the git blob sha1 of the content
+            repo_id, rest = path[len("/api/datasets/"):].split("/tree/", 1)
+            rev, _, prefix = rest.partition("/")
+            if repo_id not in server.repos:
+                return self._error(404, "RepoNotFound", f"Repository {repo_id} not found")
+            sha = server.resolve_rev(repo_id, rev)
+            if sha is None:
+                return self._error(404, "RevisionNotFound", f"Revision {rev} not found")
+            recursive = parse_qs(urlsplit(self.path).query).get("recursive", ["False"])[0].lower() == "true"
+            base = prefix.strip("/") + "/" if prefix.strip("/") else ""
+            entries, dirs = [], set()
+            for p, content in sorted(server.repos[repo_id].commits[sha].items()):
+                if not p.startswith(base):
+                    continue
+                parts = p[len(base):].split("/")
+                # the folders between base and the file: all of them when recursive, else the first
+                dirs.update(base + "/".join(parts[:i]) for i in range(1, len(parts) if recursive else min(2, len(parts))))
+                if len(parts) > 1 and not recursive:
+                    continue
+                blob = hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
+                entries.append({"type": "file", "oid": blob, "size": len(content), "path": p})
+            folders = [{"type": "directory", "oid": hashlib.sha1(d.encode()).hexdigest(), "path": d, "size": 0} for d in sorted(dirs)]
+            return self._json(200, folders + entries)
 
         def do_POST(self) -> None:
             path = self._record()

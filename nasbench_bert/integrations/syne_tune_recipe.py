@@ -23,8 +23,9 @@ layout is syne-tune's, not a copy of it):
   docs/errata.md), so they are not an axis of the 491-arch table; ``to_syne_tune(bench,
   fidelity="curves")`` is that blackbox, in memory.
 * :data:`NLP_PTB` (``"nasbench-bert-nlp-ptb"``, task ``"ptb"``): the 8,794 NAS-Bench-NLP
-  runs on PTB keyed by ``recipe_id``, one fidelity ``epoch = 50`` - the PTB release holds
-  final losses only, no per-epoch curves.
+  runs on PTB keyed by ``recipe_id`` (and a constant ``dataset = "ptb"``: see
+  :func:`syne_tune_table`), one fidelity ``epoch = 50`` - the PTB release holds final
+  losses only, no per-epoch curves.
 
 **One deviation from serialize, on purpose.** syne-tune's ``serialize`` casts the
 objectives to float32; FlexiBERT's GLUE ``74.73375`` would come back as
@@ -58,6 +59,7 @@ import numpy as np
 from syne_tune.blackbox_repository.blackbox_tabular import BlackboxTabular
 from syne_tune.blackbox_repository.blackbox_tabular import serialize as _st_serialize
 from syne_tune.blackbox_repository.conversion_scripts.blackbox_recipe import BlackboxRecipe
+from syne_tune.config_space import choice
 
 from ..atomic import recover_dir, replace_dir, staging_dir
 from ..checks import check_bench
@@ -120,14 +122,38 @@ def metadata_of(name: str, blackbox: BlackboxTabular) -> dict[str, Any]:
     elif isinstance(blackbox, NLPTabular):
         meta.update({"nasbench_bert": "nlp", "dataset": blackbox.dataset, "dropped": list(blackbox.dropped),
                      "fidelity": "epoch = 50, the protocol's last; the PTB release holds final losses only",
+                     "constant_hyperparameters": {"dataset": blackbox.dataset},
                      "elapsed_time": "the PTB release records no time: metric_elapsed_time is 1 per evaluation"})
     return meta
+
+
+def syne_tune_table(blackbox: BlackboxTabular) -> BlackboxTabular:
+    """The table as the files hold it: the blackbox itself, except NAS-Bench-NLP's, whose
+    one hyperparameter (``recipe_id``) gains a constant second one, ``dataset`` (``"ptb"``).
+
+    Why: syne-tune 0.16's ``BlackboxTabular`` finds a configuration's row with
+    ``index.loc[tuple_of_values]``; with one hyperparameter the index is a plain
+    ``Index`` and pandas 3 refuses a 1-tuple key (``ValueError: zip() argument 2 is longer
+    than argument 1``), so every lookup by configuration - ``objective_function`` and the
+    simulated backend - fails. Two columns make it a ``MultiIndex``, which pandas 2 and 3
+    both answer. The column is true (every run is a PTB run) and constant, so a scheduler
+    sampling the space always draws ``"ptb"``."""
+    if not isinstance(blackbox, NLPTabular):
+        return blackbox
+    hp = blackbox.hyperparameters.copy()
+    hp["dataset"] = blackbox.dataset
+    table = BlackboxTabular(hyperparameters=hp,
+                            configuration_space={**blackbox.configuration_space, "dataset": choice([blackbox.dataset])},
+                            fidelity_space=blackbox.fidelity_space, objectives_evaluations=blackbox.objectives_evaluations,
+                            fidelity_values=np.asarray(blackbox.fidelity_values), objectives_names=list(blackbox.objectives_names))
+    table.metric_modes = dict(getattr(blackbox, "metric_modes", {}))  # type: ignore[attr-defined]
+    return table
 
 
 def _serialize_into(folder: Path, name: str, blackbox: BlackboxTabular) -> None:
     """syne-tune's ``serialize`` into ``folder``, then its objectives file again as float64
     (see the module doc: serialize's float32 cast would move GLUE in the 7th digit)."""
-    _st_serialize({TASKS[name]: blackbox}, str(folder), metadata=metadata_of(name, blackbox))
+    _st_serialize({TASKS[name]: syne_tune_table(blackbox)}, str(folder), metadata=metadata_of(name, blackbox))
     objectives = np.stack([np.asarray(blackbox.objectives_evaluations, dtype=np.float64)])
     with open(folder / "objectives_evaluations.npy", "wb") as f:
         np.save(f, objectives, allow_pickle=False)
