@@ -5,6 +5,9 @@ none of them until asked:
 
 * :mod:`.syne_tune` - syne-tune blackboxes (tabular, learning curves, surrogate,
   NAS-Bench-NLP), syne-tune's on-disk format, and :func:`~.syne_tune.simulate`;
+* :mod:`.syne_tune_recipe` - syne-tune's blackbox repository: ``write_blackboxes`` (what
+  ``nasbench-bert export --format syne-tune`` writes), the ``BlackboxRecipe`` subclasses an
+  upstream pull request adds, and ``register()`` for ``load_blackbox(name, custom_repo_id=...)``;
 * :mod:`.configspace` - ``FLEXIBERT_SPACE.configspace()`` (the function
   :func:`.configspace.configspace`; not re-exported here, where the name is the module): a ConfigSpace
   ``ConfigurationSpace`` with conditions, the Configuration <-> Arch bijection and an
