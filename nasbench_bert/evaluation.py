@@ -3,7 +3,7 @@
 A proxy researcher's question is "where does my score stand?", and on FlexiBERT-500 the
 answer only means something beside the trivial baselines (depth alone reaches τ-b 0.68)
 and the published analytic scores, with the metrics that a depth rule cannot game
-(tie-broken τ, 10 %-PW τ, within-cell τ, partial τ given the arch's coarse shape). So
+(tie-broken τ, 10 %-PW τ, within-cell τ, τ within strata of equal coarse shape). So
 :func:`evaluate` computes the proxy the way the package computes its own - every model
 the semantics defines, through the cached, resumable, executor-aware sweep
 (:func:`nasbench_bert.proxies.compute`) - and scores it with
@@ -66,7 +66,8 @@ class Evaluation:
     ``rows``: one row per benchmark x semantics x target x score, with ``kind``
     (``candidate``, ``compare``, ``published``, ``baseline``) and every column of
     :func:`nasbench_bert.scoring.score` (τ-b, tie-broken τ, ρ, 10 %-PW τ, within-cell
-    τ, partial τ, top-10 %, each with its bootstrap interval). ``values``: the
+    τ and within-stratum τ ``tau_within_arch`` in both forms, top-10 %, each with its
+    bootstrap interval; the partial τ given the size column). ``values``: the
     per-arch values of every score (``shared``: the row reused the computation of an
     identical model). ``notes``: what a reader must know (which runs, failures,
     sharing)."""
@@ -261,7 +262,7 @@ class _BenchmarkSpec:
     headline_label: str
     #: the targets ranked beside the headline when ``tasks=True``
     task_targets: tuple[str, ...]
-    #: the size column the partial τ controls for
+    #: the size column of the partial τ given the parameter count (``partial_tau_given_params``)
     control: str
     #: (bench, selected positions) -> the rows
     items: Callable[[BenchmarkLike | None, list[int] | None], _Items]

@@ -13,9 +13,19 @@ number of layers alone reaches τ-b 0.68). The metrics here say what a score kno
 * :func:`tau_pw` - NSC's "10 %-PW τ": τ-b over the pairs whose size differs by less
   than 10 % (relative to the larger), where size cannot decide the order;
 * :func:`tau_within_cell` - τ-b over the pairs inside one cell (FlexiBERT: the four
-  (layers, hidden size) cells), where the real choice is;
+  (layers, hidden size) cells), where the real choice is; :func:`tau_within_cell_tb`
+  its tie-broken form;
+* :func:`tau_within_arch` - τ-b over the pairs that share every control variable
+  (FlexiBERT: layers, hidden size and total heads, 16 strata): what a score knows
+  beyond the arch's coarse shape; :func:`tau_within_arch_tb` its tie-broken form. A
+  score that is a function of the controls is constant within every stratum and gets
+  NaN in both forms, never a number;
 * :func:`partial_tau` - partial τ given one or several control variables (the
-  inverse of the τ-b matrix; with one control it is Kendall's 1942 formula);
+  inverse of the τ-b matrix; with one control it is Kendall's 1942 formula). Not among
+  :data:`METRICS`: with several coarse controls it does not remove them (an oracle
+  that scores each arch by its (layers, hidden size) cell's mean GLUE got 0.421, and
+  τ(score, layers) is not 1 for it), so it is reported only as "partial τ given the
+  parameter count", with that meaning beside it;
 * :func:`top_k_precision`.
 
 Every pair-counting metric is a *quadratic form* in the multiplicities ``c`` of a
@@ -42,7 +52,10 @@ from .errors import InvalidArgumentError
 
 #: the metric names :func:`rank_metrics` reports, in table order
 METRICS: tuple[str, ...] = ("kendall_tau", "tau_tiebroken", "spearman_rho", "tau_pw10", "tau_within_cell",
-                            "partial_tau_arch", "top10_precision")
+                            "tau_within_cell_tb", "tau_within_arch", "tau_within_arch_tb", "top10_precision")
+#: the metrics over pairs inside groups (cells, strata): NaN, never a number, for a score
+#: that is constant within every group, in the τ-b and the tie-broken form alike
+WITHIN_METRICS: tuple[str, ...] = ("tau_within_cell", "tau_within_cell_tb", "tau_within_arch", "tau_within_arch_tb")
 
 #: NSC's pair window: pairs whose sizes differ by less than this share of the larger
 PW_REL = 0.10
@@ -86,8 +99,10 @@ class RankContext:
     ``cells``: one label per row (FlexiBERT: ``layers * 1000 + hidden``); pairs in the
     same cell make :func:`tau_within_cell`. ``size``: the size column NSC's pair window
     reads (name it in ``size_name``: the published 10 %-PW figures use the as-specified
-    parameter count). ``controls``: an (n, k) array of variables to partial out
-    (FlexiBERT: layers, hidden size, total heads), named in ``control_names``.
+    parameter count). ``controls``: an (n, k) array of variables whose equal values
+    define the strata of :func:`tau_within_arch` (FlexiBERT: layers, hidden size, total
+    heads), named in ``control_names``; two rows are in one stratum when every control
+    is equal.
     """
 
     cells: np.ndarray | None = None
@@ -183,6 +198,79 @@ def tau_within_cell(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.nda
     return _point(a, b, RankContext(cells=_labels(cells, len(a))), lambda blk: blk.cell_mask())
 
 
+def tau_within_cell_tb(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
+                       cells: Sequence[object] | np.ndarray) -> float:
+    """The tie-broken form of :func:`tau_within_cell`: the expected τ-b over the pairs in
+    one cell when the score's ties are broken uniformly at random,
+    ``(C − D) / sqrt(n0 (n0 − n_y))`` over those pairs (as :func:`kendall_tau_tiebroken`).
+
+    Why: within a cell a size count ties many pairs (the as-trained count ties 15 % of
+    them), and τ-b's tie correction lifts it (0.209 vs 0.192 tie-broken). NaN when the
+    score is constant within every cell: it orders no pair there, and a 0 would rank it
+    beside scores that order pairs at random."""
+    a, b = _pair(x, y)
+    return _point(a, b, RankContext(cells=_labels(cells, len(a))), lambda blk: blk.cell_mask(), tiebroken=True)
+
+
+def tau_within_arch(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
+                    controls: Sequence[float] | np.ndarray) -> float:
+    """τ-b over the pairs that are equal in every column of ``controls`` (one τ-b over the
+    pooled within-stratum pairs, so each stratum weighs by its number of pairs).
+
+    On FlexiBERT-500 the controls are layers, hidden size and total heads (16 strata):
+    the figure is what a score orders among archs of one coarse shape, which no rule on
+    those three can. A score that is a function of the controls is constant within every
+    stratum: NaN ("constant within every stratum"), never a number; the target itself
+    gets 1."""
+    a, b = _pair(x, y)
+    return _point(a, b, RankContext(cells=strata_labels(controls, len(a))), lambda blk: blk.cell_mask())
+
+
+def tau_within_arch_tb(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
+                       controls: Sequence[float] | np.ndarray) -> float:
+    """The tie-broken form of :func:`tau_within_arch` (the expected τ-b over the
+    within-stratum pairs when the score's ties are broken at random); NaN for a score
+    constant within every stratum, like its τ-b form."""
+    a, b = _pair(x, y)
+    return _point(a, b, RankContext(cells=strata_labels(controls, len(a))), lambda blk: blk.cell_mask(),
+                  tiebroken=True)
+
+
+def strata_labels(controls: Sequence[float] | np.ndarray, n: int) -> np.ndarray:
+    """One float label per row, equal for rows equal in every column of ``controls``
+    (an (n,) or (n, k) array): the strata of :func:`tau_within_arch`. A row with a
+    non-finite control gets NaN (it is in no stratum)."""
+    try:
+        z = np.asarray(controls, dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError("controls must be numbers") from None
+    z = z.reshape(len(z), -1) if z.ndim == 1 else z
+    if z.ndim != 2 or z.shape[0] != n:
+        raise InvalidArgumentError(f"controls must have one row per value; got shape {z.shape} for {n} values")
+    out = np.full(n, np.nan)
+    ok = np.isfinite(z).all(1)
+    if ok.any():
+        out[ok] = np.unique(z[ok], axis=0, return_inverse=True)[1].reshape(-1).astype(float)
+    return out
+
+
+def constant_within_every_group(x: Sequence[float] | np.ndarray, labels: Sequence[float] | np.ndarray) -> bool:
+    """Whether ``x`` takes one value within every group of ``labels`` (NaN labels in no
+    group) that holds two rows or more: then every within-group metric is NaN, and a
+    table says why ("constant within every stratum"). False when no group has a pair."""
+    a, g = _vec("x", x), _vec("labels", labels)
+    ok = np.isfinite(a) & np.isfinite(g)
+    a, g = a[ok], g[ok]
+    paired = False
+    for lab in np.unique(g):
+        v = a[g == lab]
+        if len(v) >= 2:
+            paired = True
+            if np.ptp(v) > 0:
+                return False
+    return paired
+
+
 def partial_tau(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
                 controls: Sequence[float] | np.ndarray) -> float:
     """Partial Kendall τ of ``x`` and ``y`` given the column(s) of ``controls``.
@@ -190,6 +278,10 @@ def partial_tau(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
     From the inverse ``P`` of the τ-b matrix of (x, y, controls…):
     ``−P_xy / sqrt(P_xx P_yy)``. With a single control this is Kendall's (1942)
     ``(τxy − τxz τyz) / sqrt((1 − τxz²)(1 − τyz²))``.
+
+    Not a stratified figure: given coarse controls such as (layers, hidden size, total
+    heads) it does not remove them (a score that is a function of the controls still
+    gets a number); :func:`tau_within_arch` is the figure for that question.
     """
     a, b = _pair(x, y)
     z = np.asarray(controls, dtype=float)
@@ -269,6 +361,10 @@ class _Block:
         assert c is not None
         return (c[self.rows, None] == c[None, :]).astype(np.float64)
 
+    def group_mask(self, labels: np.ndarray) -> np.ndarray:
+        """1 where the two rows share a label (the strata of :func:`tau_within_arch`)."""
+        return (labels[self.rows, None] == labels[None, :]).astype(np.float64)
+
     def pw_mask(self, rel: float) -> np.ndarray:
         s = self.ctx.size
         assert s is not None
@@ -306,10 +402,14 @@ class _PairSums:
         self.n1 += _quad(C, rows, (sx == 0) * w) / 2
         self.n2 += _quad(C, rows, (sy == 0) * w) / 2
 
-    def finish(self, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def finish(self, C: np.ndarray, *, within: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """(τ-b, tie-broken τ) per resample. The diagonal (a position with itself) was
         counted once per position in n0, n1 and n2 (its mask is 1 and it ties with
-        itself) and 0 in num; remove it."""
+        itself) and 0 in num; remove it.
+
+        ``within``: the pairs are those inside groups (cells, strata), and a score tied in
+        every such pair (constant within every group) gets NaN in the tie-broken form too,
+        not the 0 that the all-pairs tie-broken τ gives a constant score."""
         m = C.sum(1) / 2
         n0, n1, n2 = self.n0 - m, self.n1 - m, self.n2 - m
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -317,11 +417,18 @@ class _PairSums:
             tt = np.where(n0 - n1 > 0, self.num / np.sqrt(n0 * (n0 - n2)), 0.0)
         tb[~np.isfinite(tb)] = np.nan
         tt = np.where(n0 - n2 > 0, tt, np.nan)
+        if within:
+            tt = np.where(n0 - n1 > 0, tt, np.nan)
         return tb, tt
 
 
-def _point(a: np.ndarray, b: np.ndarray, ctx: RankContext, mask: Callable[[_Block], np.ndarray]) -> float:
+def _point(a: np.ndarray, b: np.ndarray, ctx: RankContext, mask: Callable[[_Block], np.ndarray], *,
+           tiebroken: bool = False) -> float:
+    """One pair-masked metric on the data (no resamples): τ-b, or with ``tiebroken`` its
+    tie-broken form (NaN where the score ties every kept pair; the masks here are groups)."""
     ok = np.isfinite(a) & np.isfinite(b)
+    if ctx.cells is not None:
+        ok &= np.isfinite(ctx.cells)
     a, b, ctx = a[ok], b[ok], ctx.take(ok)
     if len(a) < 2:
         return math.nan
@@ -329,7 +436,8 @@ def _point(a: np.ndarray, b: np.ndarray, ctx: RankContext, mask: Callable[[_Bloc
     acc = _PairSums(1)
     for blk in _blocks(len(a), ctx):
         acc.add(C, blk.rows, blk.sign(a), blk.sign(b), mask(blk))
-    return float(acc.finish(C)[0][0])
+    tb, tt = acc.finish(C, within=tiebroken)
+    return float((tt if tiebroken else tb)[0])
 
 
 # -- all metrics with bootstrap intervals ---------------------------------------------------------
@@ -360,8 +468,9 @@ def rank_metrics(
     estimate where it would exclude it (:func:`interval`).
 
     Rows where ``x`` or ``y`` is not finite are left out. A metric whose context is
-    missing (no cells, no size, no controls) is NaN. The resamples are shared by every
-    metric, so their intervals describe the same uncertainty.
+    missing (no cells, no size, no controls) is NaN, and so is a within-group metric
+    (:data:`WITHIN_METRICS`) of a score constant within every group. The resamples are
+    shared by every metric, so their intervals describe the same uncertainty.
     """
     a, b = _pair(x, y)
     ctx = context or RankContext()
@@ -431,35 +540,34 @@ def interval(value: float, resampled: np.ndarray, level: float = 0.95) -> Estima
 
 def _all_pair_metrics(a: np.ndarray, b: np.ndarray, ctx: RankContext, C: np.ndarray, pw_rel: float
                       ) -> dict[str, np.ndarray]:
+    """Every pair metric on every row of ``C`` (row 0 the data, the others resamples) by
+    the dense quadratic forms: all pairs, the 10 %-PW window, the cells and the strata
+    of the controls (:func:`strata_labels`)."""
     B = C.shape[0]
-    full, pw, cell = _PairSums(B), _PairSums(B), _PairSums(B)
-    ctrl = [] if ctx.controls is None else list(ctx.controls.T)
-    cols = [a, b, *ctrl]
-    k = len(cols)
-    # τ-b between every pair of (x, y, controls...) for the partial τ
-    pairs = {(i, j): _PairSums(B) for i in range(k) for j in range(i + 1, k)} if ctrl else {}
+    full, pw, cell, arch = _PairSums(B), _PairSums(B), _PairSums(B), _PairSums(B)
+    strata = None if ctx.controls is None else strata_labels(ctx.controls, len(a))
     for blk in _blocks(len(a), ctx):
-        signs = [blk.sign(v) for v in cols]
-        full.add(C, blk.rows, signs[0], signs[1], None)
+        sx, sy = blk.sign(a), blk.sign(b)
+        full.add(C, blk.rows, sx, sy, None)
         if ctx.size is not None:
-            pw.add(C, blk.rows, signs[0], signs[1], blk.pw_mask(pw_rel))
+            pw.add(C, blk.rows, sx, sy, blk.pw_mask(pw_rel))
         if ctx.cells is not None:
-            cell.add(C, blk.rows, signs[0], signs[1], blk.cell_mask())
-        for (i, j), acc in pairs.items():
-            if (i, j) != (0, 1):
-                acc.add(C, blk.rows, signs[i], signs[j], None)
+            cell.add(C, blk.rows, sx, sy, blk.cell_mask())
+        if strata is not None:
+            arch.add(C, blk.rows, sx, sy, blk.group_mask(strata))
     tb, tt = full.finish(C)
-    nan = np.full(B, np.nan)
-    out = {"kendall_tau": tb, "tau_tiebroken": tt,
-           "tau_pw10": pw.finish(C)[0] if ctx.size is not None else nan,
-           "tau_within_cell": cell.finish(C)[0] if ctx.cells is not None else nan,
-           "partial_tau_arch": nan}
-    if ctrl:
-        mats = np.tile(np.eye(k), (B, 1, 1))
-        for (i, j), acc in pairs.items():
-            t = tb if (i, j) == (0, 1) else acc.finish(C)[0]
-            mats[:, i, j] = mats[:, j, i] = t
-        out["partial_tau_arch"] = _partial_from_matrix(mats)
+    out = {"kendall_tau": tb, "tau_tiebroken": tt, "tau_pw10": pw.finish(C)[0] if ctx.size is not None else None}
+    out.update(_within(cell if ctx.cells is not None else None, arch if strata is not None else None, C))
+    return {k: (np.full(B, np.nan) if v is None else v) for k, v in out.items()}
+
+
+def _within(cell: "_PairSums | None", arch: "_PairSums | None", C: np.ndarray) -> dict[str, np.ndarray | None]:
+    """Both forms of the within-cell and within-stratum τ from their accumulated pair sums
+    (None where the context lacks the groups)."""
+    out: dict[str, np.ndarray | None] = {}
+    for name, acc in (("tau_within_cell", cell), ("tau_within_arch", arch)):
+        tb, tt = acc.finish(C, within=True) if acc is not None else (None, None)
+        out[name], out[f"{name}_tb"] = tb, tt
     return out
 
 
@@ -491,20 +599,14 @@ def _tied_counts(v: np.ndarray, C: np.ndarray) -> np.ndarray:
 
 def _sparse_pair_metrics(a: np.ndarray, b: np.ndarray, ctx: RankContext, C: np.ndarray, pw_rel: float
                          ) -> dict[str, np.ndarray]:
-    """What :func:`_all_pair_metrics` computes, for many rows: τ-b over all pairs (and
-    between the controls) by scipy on each resample's rows, whose copies of one row are
-    tied pairs exactly as in the quadratic forms; the tie-broken τ from τ-b and the tie
-    counts; the cell and window metrics by quadratic forms over only the pairs their
-    masks keep (rows sorted by cell, or by size, so each block's partners are few)."""
+    """What :func:`_all_pair_metrics` computes, for many rows: τ-b over all pairs by scipy
+    on each resample's rows, whose copies of one row are tied pairs exactly as in the
+    quadratic forms; the tie-broken τ from τ-b and the tie counts; the cell, stratum and
+    window metrics by quadratic forms over only the pairs their masks keep (rows sorted
+    by cell, stratum or size, so each block's partners are few)."""
     B, n = C.shape
     idx = [np.repeat(np.arange(n), c.astype(int)) for c in C]
-    ctrl = [] if ctx.controls is None else list(ctx.controls.T)
-    cols = [a, b, *ctrl]
-
-    def taus(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-        return np.array([kendalltau(u[i], v[i])[0] if np.ptp(u[i]) > 0 and np.ptp(v[i]) > 0 else np.nan for i in idx])
-
-    tb = taus(a, b)
+    tb = np.array([kendalltau(a[i], b[i])[0] if np.ptp(a[i]) > 0 and np.ptp(b[i]) > 0 else np.nan for i in idx])
     m = C.sum(1)
     n0 = m * (m - 1) / 2
     n1, n2 = _tied_counts(a, C), _tied_counts(b, C)
@@ -512,15 +614,10 @@ def _sparse_pair_metrics(a: np.ndarray, b: np.ndarray, ctx: RankContext, C: np.n
         num = np.where(np.isfinite(tb), tb, 0.0) * np.sqrt(np.maximum((n0 - n1) * (n0 - n2), 0.0))
         tt = np.where(n0 - n1 > 0, num / np.sqrt(n0 * (n0 - n2)), 0.0)
     tt = np.where(n0 - n2 > 0, tt, np.nan)
-    nan = np.full(B, np.nan)
-    out = {"kendall_tau": tb, "tau_tiebroken": tt, "tau_pw10": nan, "tau_within_cell": nan, "partial_tau_arch": nan}
-    if ctx.cells is not None:
-        acc = _PairSums(B)
-        order = np.argsort(ctx.cells, kind="stable")
-        bounds = np.flatnonzero(np.diff(ctx.cells[order])) + 1
-        for g in np.split(order, bounds):
-            _add_sub(acc, C, g, g, a, b, np.ones((len(g), len(g))))
-        out["tau_within_cell"] = acc.finish(C)[0]
+    out: dict[str, np.ndarray | None] = {"kendall_tau": tb, "tau_tiebroken": tt, "tau_pw10": None}
+    strata = None if ctx.controls is None else strata_labels(ctx.controls, n)
+    out.update(_within(None if ctx.cells is None else _grouped_sums(C, ctx.cells, a, b),
+                       None if strata is None else _grouped_sums(C, strata, a, b), C))
     if ctx.size is not None:
         acc = _PairSums(B)
         s = ctx.size
@@ -540,15 +637,18 @@ def _sparse_pair_metrics(a: np.ndarray, b: np.ndarray, ctx: RankContext, C: np.n
             sel = keep.any(0)
             _add_sub(acc, C, rows, cand[sel], a, b, keep[:, sel].astype(np.float64))
         out["tau_pw10"] = acc.finish(C)[0]
-    if ctrl:
-        k = len(cols)
-        mats = np.tile(np.eye(k), (B, 1, 1))
-        for i in range(k):
-            for j in range(i + 1, k):
-                t = tb if (i, j) == (0, 1) else taus(cols[i], cols[j])
-                mats[:, i, j] = mats[:, j, i] = t
-        out["partial_tau_arch"] = _partial_from_matrix(mats)
-    return out
+    return {k: (np.full(B, np.nan) if v is None else v) for k, v in out.items()}
+
+
+def _grouped_sums(C: np.ndarray, labels: np.ndarray, a: np.ndarray, b: np.ndarray) -> _PairSums:
+    """The pair sums over the pairs that share a label, one group at a time (rows sorted
+    by label, so only each group's own pairs are formed)."""
+    acc = _PairSums(C.shape[0])
+    order = np.argsort(labels, kind="stable")
+    bounds = np.flatnonzero(np.diff(labels[order])) + 1
+    for g in np.split(order, bounds):
+        _add_sub(acc, C, g, g, a, b, np.ones((len(g), len(g))))
+    return acc
 
 
 def _resampled_spearman(a: np.ndarray, b: np.ndarray, C: np.ndarray) -> np.ndarray:

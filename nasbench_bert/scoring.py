@@ -7,24 +7,30 @@ corrected); ``tau_tiebroken`` the expected τ-b when the score's ties are broken
 random (a score with few distinct values, such as depth, cannot hide behind the tie
 correction); ``tau_pw10`` NSC's 10 %-PW τ-b over the pairs whose size differs by less
 than 10 % (``pw10_size`` names the size); ``tau_within_cell`` τ-b over the pairs in the
-same cell (``cells`` names them); ``partial_tau_arch`` the partial τ given the
-``partial_controls`` columns. Each has a 95 % percentile bootstrap interval
+same cell (``cells`` names them); ``tau_within_arch`` τ-b over the pairs equal in every
+``arch_strata`` column (FlexiBERT: layers, hidden size, total heads; 16 strata on the
+500 ids); ``tau_within_cell_tb`` and ``tau_within_arch_tb`` their tie-broken forms. A
+score constant within every cell (stratum) gets NaN in both forms of that metric, with
+a ``note`` saying so. Each has a 95 % percentile bootstrap interval
 (``<metric>_ci_low``/``_ci_high``; τ-b and ρ keep their old ``tau_ci_*``/``rho_ci_*``),
-all from the same resamples of the rows.
+all from the same resamples of the rows. ``partial_tau_given_params`` is Kendall's
+(1942) partial τ given the ``size_control`` column: τ less what score and target each
+share with the size (no interval; every table that prints it says so in its header).
 
 The context of those metrics, per benchmark (:func:`rank_context`):
 
 * FlexiBERT: cells = (layers, hidden size), the four blocks the trivial "deeper, then
   wider" rule already orders; pw10 size = the as-specified parameter count
-  ``num_params`` (the column that reproduces NSC's published 10 %-PW figures); controls
-  = layers, hidden size and total heads.
+  ``num_params`` (the column that reproduces NSC's published 10 %-PW figures); strata of
+  ``tau_within_arch`` = equal layers, hidden size and total heads.
 * NAS-Bench-NLP: every recipe sits in the same three-layer language model, so the
   parameter count is a function of the cell's linear inputs alone and takes only 92
   distinct values over the 8,794 PTB runs (50 over the 275 with a public recipe). Cells
   = the exact parameter count: pairs of equal size, where size cannot decide (chosen
-  from this tie structure, before any loss was looked at); pw10 size and the one
-  control = the parameter count. So ``tau_within_cell`` of hidden covariance says what
-  it knows about PTB loss among cells of one size.
+  from this tie structure, before any loss was looked at); pw10 size = the parameter
+  count. So ``tau_within_cell`` of hidden covariance says what it knows about PTB loss
+  among cells of one size. No arch strata: every recipe has the same layers and hidden
+  size, so ``tau_within_arch`` would be the τ-b itself; it is NaN and left out of tables.
 
 Signs are kept honest: each proxy is oriented by its declared ``higher_is_better`` and
 each target by its own (GLUE up, loss down), so a positive tau always means "the proxy
@@ -68,7 +74,8 @@ TARGETS: dict[str, bool] = {"glue": True, **{t: True for t in GLUE_TASKS}, "test
 #: stored columns whose orientation differs from "higher is better"
 LOWER_IS_BETTER: set[str] = set()
 #: the metrics beyond τ-b and ρ that every score row carries, with their intervals
-NEW_METRICS: tuple[str, ...] = ("tau_tiebroken", "tau_pw10", "tau_within_cell", "partial_tau_arch")
+NEW_METRICS: tuple[str, ...] = ("tau_tiebroken", "tau_pw10", "tau_within_cell", "tau_within_cell_tb", "tau_within_arch",
+                                "tau_within_arch_tb")
 #: the semantics of the trivial baselines' parameter counts when the release's stored
 #: values are scored (the model behind the GLUE scores)
 STORED_BASELINE_SEMANTICS = "as_trained"
@@ -162,7 +169,7 @@ def score(
     Every row also carries the metrics of :data:`NEW_METRICS` and the top-k precision
     with bootstrap intervals (see the module docstring for which τ each is), in the
     context of :func:`rank_context` (or ``context``, one entry per row of ``values``);
-    ``pw10_size``, ``cells`` and ``partial_controls`` name what they used.
+    ``pw10_size``, ``cells`` and ``arch_strata`` name what they used.
 
     Nothing the user gave is dropped without a word: a column
     with a value that is not a number, an id that occurs twice, an id the benchmark
@@ -312,6 +319,9 @@ def _score_column(df: pd.DataFrame, c: str, y: np.ndarray, ctx: metrics.RankCont
             new = _new_metrics(x[m], y[m], _take(ctx, m), bootstrap, seed, top)
             row.update({k: v for k, v in new.items() if not k.startswith(("kendall_tau", "spearman_rho"))})
         return row
+    within = _within_notes(x[m], _take(ctx, m))
+    if within:
+        row["note"] = "; ".join(within)
     row["kendall_tau"] = float(kendalltau(x[m], y[m])[0])
     row["spearman_rho"] = float(spearmanr(x[m], y[m])[0])
     new = _new_metrics(x[m], y[m], _take(ctx, m), bootstrap, seed, top)
@@ -332,7 +342,7 @@ _SCORE_COLUMNS: tuple[str, ...] = (
     "proxy", "target", "n", "kendall_tau", "spearman_rho", "tau_ci_low", "tau_ci_high", "rho_ci_low", "rho_ci_high",
     "top10_precision", "partial_tau_given_params", "strata_tau_given_params", "higher_is_better", "n_nonfinite", "note",
     *(f"{k}{sfx}" for k in NEW_METRICS for sfx in ("", "_ci_low", "_ci_high")), "top10_precision_ci_low",
-    "top10_precision_ci_high", "pw10_size", "cells", "partial_controls", "size_control")
+    "top10_precision_ci_high", "pw10_size", "cells", "arch_strata", "size_control")
 
 
 def _new_metrics(x: np.ndarray, y: np.ndarray, ctx: metrics.RankContext, bootstrap: int, seed: int, top: float
@@ -360,10 +370,21 @@ def _take(ctx: metrics.RankContext, m: np.ndarray) -> metrics.RankContext:
     return metrics.RankContext(cells, size, c.size_name, ctrl, c.control_names, c.cells_name)
 
 
+def _within_notes(x: np.ndarray, ctx: metrics.RankContext) -> list[str]:
+    """Why a within-group metric is NaN for a score constant within every group: the
+    reader sees "constant within every stratum", not a bare dash."""
+    notes = []
+    if ctx.cells is not None and metrics.constant_within_every_group(x, np.asarray(ctx.cells, dtype=float)):
+        notes.append(f"within-cell τ undefined: constant within every cell {ctx.cells_name}".rstrip())
+    if ctx.controls is not None and metrics.constant_within_every_group(x, metrics.strata_labels(ctx.controls, len(x))):
+        notes.append(f"tau_within_arch undefined: constant within every stratum ({', '.join(ctx.control_names)})")
+    return notes
+
+
 def _describe(ctx: metrics.RankContext) -> dict[str, str]:
     return {"pw10_size": ctx.size_name if ctx.size is not None else "",
             "cells": ctx.cells_name if ctx.cells is not None else "",
-            "partial_controls": ", ".join(ctx.control_names) if ctx.controls is not None else ""}
+            "arch_strata": ", ".join(ctx.control_names) if ctx.controls is not None else ""}
 
 
 def _numeric(df: pd.DataFrame, column: str, role: str) -> np.ndarray:
@@ -478,9 +499,21 @@ def _prepare(values: pd.DataFrame, target: str | pd.Series, *, proxies: list[str
     df = values.reset_index(drop=True).copy()
     df.columns = [str(c) for c in df.columns]
     rows = np.arange(len(df))
-    notes: list[str] = []
     tname = target if isinstance(target, str) else None
-    # 1. numbers: the columns scored, the target and the control column
+    _convert_numbers(df, proxies, tname, control, space)
+    df, rows, dup_note = _merge_duplicates(df, rows, space, duplicates)
+    df, rows, unknown_note = _drop_unknown_ids(df, rows, tname, space, bench, unknown_ids)
+    notes = [n for n in (dup_note, unknown_note) if n is not None]
+    for n in notes:
+        warnings.warn(n, InputRowsWarning, stacklevel=4)
+    same = _benchmark_named_columns(df, tname, proxies, space, bench)
+    return _Prepared(df, rows, tuple(notes), frozenset(same))
+
+
+def _convert_numbers(df: pd.DataFrame, proxies: list[str] | None, tname: str | None, control: str | None,
+                     space: str) -> None:
+    """Step 1 of :func:`_prepare`, in place: the columns scored, the user's target column
+    and the control column made float, or refused where a value is not a number."""
     for c in list(df.columns):
         if proxies is not None and c in proxies:
             _to_numbers(df, c, "proxy", space, strict=True)
@@ -490,57 +523,73 @@ def _prepare(values: pd.DataFrame, target: str | pd.Series, *, proxies: list[str
             _to_numbers(df, c, "control", space, strict=True)
         elif proxies is None and c not in _NOT_SCORES and "__" not in c and not c.startswith("g2v_"):
             _to_numbers(df, c, "proxy", space, strict=False)
-    # 2. duplicate ids: one row per model, or the user says how to make it so
+
+
+def _merge_duplicates(df: pd.DataFrame, rows: np.ndarray, space: str, duplicates: str
+                      ) -> tuple[pd.DataFrame, np.ndarray, str | None]:
+    """Step 2 of :func:`_prepare`: one row per model, or the user says how to make it so
+    (``duplicates``); the rows kept, their positions, and a note of what was merged."""
     idc = _id_column(df, space)
-    if idc is not None:
-        keys = df[idc]
-        present = keys.notna().to_numpy()
-        dup = (keys.duplicated(keep=False).to_numpy() & present)
-        if dup.any():
-            ids = list(dict.fromkeys(keys[dup].tolist()))
-            if duplicates == "error":
-                raise InvalidArgumentError(
-                    f"values column {idc!r} holds {len(ids)} ids more than once ({_show(ids)}; {int(dup.sum())} rows in "
-                    "all): each would count as another model; allowed: each id once, or duplicates='first' (keep the "
-                    "first row of each) or 'mean' (average its rows) (CLI: --duplicates first|mean)")
-            first = ~(keys.duplicated(keep="first").to_numpy() & present)
-            if duplicates == "mean":
-                num = [c for c in df.columns if c != idc and pd.api.types.is_numeric_dtype(df[c])
-                       and not pd.api.types.is_bool_dtype(df[c])]
-                means = df.loc[present].groupby(idc, sort=False)[num].mean()
-                kept = df.loc[first].copy()
-                has = kept[idc].notna().to_numpy()
-                kept.loc[has, num] = means.loc[kept.loc[has, idc]].to_numpy()
-                df = kept
-            else:
-                df = df.loc[first]
-            rows = rows[first]
-            df = df.reset_index(drop=True)
-            how = "kept the first row of each" if duplicates == "first" else "averaged their numeric columns"
-            notes.append(f"duplicates={duplicates!r}: {len(ids)} duplicate {idc}s ({_show(ids)}; {int(dup.sum())} rows) "
-                         f"{how}; {len(df)} rows remain")
-    # 3. unknown ids: a row whose target cannot be looked up is not scored without a word
-    if tname is not None and tname in TARGETS and tname in SCORING_SPACES[_lookup_space(tname, space)].targets:
-        lsp = _lookup_space(tname, space)
-        lidc = _id_column(df, lsp)
-        known = _known_keys(lsp, lidc, tname, bench) if lidc is not None else None
-        if known is not None:
-            unknown = np.array([not _hashable_in(k, known) for k in df[lidc]], dtype=bool)
-            if unknown.any():
-                ids = df.loc[unknown, lidc].tolist()
-                table = {"test_loss": "PTB", "wikitext2_loss": "WikiText-2"}.get(tname, "FlexiBERT")
-                if unknown_ids == "error":
-                    raise InvalidArgumentError(
-                        f"values column {lidc!r} holds unknown ids at {int(unknown.sum())} rows ({_show(ids)}): the "
-                        f"{table} table has no {tname!r} for them; allowed: {_allowed_keys(lidc, known)}, or "
-                        "unknown_ids='drop' to leave those rows out (CLI: --unknown-ids drop)")
-                df = df.loc[~unknown].reset_index(drop=True)
-                rows = rows[~unknown]
-                notes.append(f"unknown_ids='drop': {int(unknown.sum())} rows with an unknown {lidc} ({_show(ids)}) left "
-                             f"out; {len(df)} rows remain")
-    for n in notes:
-        warnings.warn(n, InputRowsWarning, stacklevel=4)
-    # 4. a column named like a benchmark target is the benchmark's, or it is refused
+    if idc is None:
+        return df, rows, None
+    keys = df[idc]
+    present = keys.notna().to_numpy()
+    dup = (keys.duplicated(keep=False).to_numpy() & present)
+    if not dup.any():
+        return df, rows, None
+    ids = list(dict.fromkeys(keys[dup].tolist()))
+    if duplicates == "error":
+        raise InvalidArgumentError(
+            f"values column {idc!r} holds {len(ids)} ids more than once ({_show(ids)}; {int(dup.sum())} rows in "
+            "all): each would count as another model; allowed: each id once, or duplicates='first' (keep the "
+            "first row of each) or 'mean' (average its rows) (CLI: --duplicates first|mean)")
+    first = ~(keys.duplicated(keep="first").to_numpy() & present)
+    if duplicates == "mean":
+        num = [c for c in df.columns if c != idc and pd.api.types.is_numeric_dtype(df[c])
+               and not pd.api.types.is_bool_dtype(df[c])]
+        means = df.loc[present].groupby(idc, sort=False)[num].mean()
+        kept = df.loc[first].copy()
+        has = kept[idc].notna().to_numpy()
+        kept.loc[has, num] = means.loc[kept.loc[has, idc]].to_numpy()
+        df = kept
+    else:
+        df = df.loc[first]
+    df = df.reset_index(drop=True)
+    how = "kept the first row of each" if duplicates == "first" else "averaged their numeric columns"
+    return df, rows[first], (f"duplicates={duplicates!r}: {len(ids)} duplicate {idc}s ({_show(ids)}; {int(dup.sum())} "
+                             f"rows) {how}; {len(df)} rows remain")
+
+
+def _drop_unknown_ids(df: pd.DataFrame, rows: np.ndarray, tname: str | None, space: str, bench: BenchmarkLike | None,
+                      unknown_ids: str) -> tuple[pd.DataFrame, np.ndarray, str | None]:
+    """Step 3 of :func:`_prepare`: a row whose target cannot be looked up is not scored
+    without a word; refused, or dropped with a note under ``unknown_ids='drop'``."""
+    if tname is None or tname not in TARGETS or tname not in SCORING_SPACES[_lookup_space(tname, space)].targets:
+        return df, rows, None
+    lsp = _lookup_space(tname, space)
+    lidc = _id_column(df, lsp)
+    known = _known_keys(lsp, lidc, tname, bench) if lidc is not None else None
+    if known is None:
+        return df, rows, None
+    unknown = np.array([not _hashable_in(k, known) for k in df[lidc]], dtype=bool)
+    if not unknown.any():
+        return df, rows, None
+    ids = df.loc[unknown, lidc].tolist()
+    table = {"test_loss": "PTB", "wikitext2_loss": "WikiText-2"}.get(tname, "FlexiBERT")
+    if unknown_ids == "error":
+        raise InvalidArgumentError(
+            f"values column {lidc!r} holds unknown ids at {int(unknown.sum())} rows ({_show(ids)}): the "
+            f"{table} table has no {tname!r} for them; allowed: {_allowed_keys(lidc, known)}, or "
+            "unknown_ids='drop' to leave those rows out (CLI: --unknown-ids drop)")
+    df = df.loc[~unknown].reset_index(drop=True)
+    return df, rows[~unknown], (f"unknown_ids='drop': {int(unknown.sum())} rows with an unknown {lidc} ({_show(ids)}) "
+                                f"left out; {len(df)} rows remain")
+
+
+def _benchmark_named_columns(df: pd.DataFrame, tname: str | None, proxies: list[str] | None, space: str,
+                             bench: BenchmarkLike | None) -> set[str]:
+    """Step 4 of :func:`_prepare`: a column named like a benchmark target is the
+    benchmark's (returned: a target, never a proxy), or it is refused."""
     same: set[str] = set()
     for c in [c for c in df.columns if c in TARGETS and (c == tname or proxies is None)]:
         try:
@@ -556,7 +605,7 @@ def _prepare(values: pd.DataFrame, target: str | pd.Series, *, proxies: list[str
                 f"{int(differ.sum())} of {len(df)} rows ({_where(df, space, differ)}); allowed: the benchmark's own "
                 f"values under that name; rename the column to score it as a proxy, or pass it as target=values[{c!r}]")
         same.add(c)
-    return _Prepared(df, rows, tuple(notes), frozenset(same))
+    return same
 
 
 def _hashable_in(k: Any, known: set[Any]) -> bool:
@@ -706,8 +755,8 @@ def _nlp_keys(df: pd.DataFrame, bench: BenchmarkLike | None) -> list[Any]:
 
 def _nlp_context(df: pd.DataFrame, bench: BenchmarkLike | None) -> metrics.RankContext:
     size = _nlp_rows(df, bench)[1]
-    return metrics.RankContext(cells=size.copy(), size=size, size_name="num_params", controls=size[:, None],
-                               control_names=("num_params",), cells_name="(equal parameter count)")
+    # no arch strata (controls): every recipe has the same layers and hidden size
+    return metrics.RankContext(cells=size.copy(), size=size, size_name="num_params", cells_name="(equal parameter count)")
 
 
 def rank_context(values: pd.DataFrame, space: str = "flexibert", bench: BenchmarkLike | None = None) -> metrics.RankContext:
@@ -847,16 +896,21 @@ def score_stored(space: str = "flexibert", *, bench: BenchmarkLike | None = None
                  bootstrap=bootstrap, seed=seed, bench=bench)
 
 
-#: the to_markdown columns: (value column, interval columns or None, header)
+#: the to_markdown columns: (value column, interval columns or None, header); the
+#: within-stratum columns only where the rows have strata (``arch_strata``)
 _MD_COLUMNS: tuple[tuple[str, tuple[str, str] | None, str], ...] = (
     ("kendall_tau", ("tau_ci_low", "tau_ci_high"), "τ-b (scipy)"),
     ("tau_tiebroken", ("tau_tiebroken_ci_low", "tau_tiebroken_ci_high"), "τ, ties broken at random"),
     ("spearman_rho", ("rho_ci_low", "rho_ci_high"), "Spearman ρ"),
     ("tau_pw10", ("tau_pw10_ci_low", "tau_pw10_ci_high"), "10 %-PW τ-b{pw}"),
     ("tau_within_cell", ("tau_within_cell_ci_low", "tau_within_cell_ci_high"), "τ-b within cells{cells}"),
-    ("partial_tau_arch", ("partial_tau_arch_ci_low", "partial_tau_arch_ci_high"), "partial τ given {controls}"),
+    ("tau_within_cell_tb", ("tau_within_cell_tb_ci_low", "tau_within_cell_tb_ci_high"),
+     "τ within cells, ties broken at random"),
+    ("tau_within_arch", ("tau_within_arch_ci_low", "tau_within_arch_ci_high"), "τ-b within equal ({strata})"),
+    ("tau_within_arch_tb", ("tau_within_arch_tb_ci_low", "tau_within_arch_tb_ci_high"),
+     "τ within equal ({strata}), ties broken at random"),
     ("top10_precision", ("top10_precision_ci_low", "top10_precision_ci_high"), "top-10 % precision"),
-    ("partial_tau_given_params", None, "partial τ given {size}"),
+    ("partial_tau_given_params", None, "partial τ given {size} (Kendall 1942: τ less what both share with {size})"),
 )
 
 
@@ -873,12 +927,14 @@ def to_markdown(scores: pd.DataFrame, digits: int = 3, *, intervals: bool = True
     at random) and what the 10 %-PW size, the cells and the controls were. Values come
     with their 95 % bootstrap interval where one was computed (``intervals``); "–" is
     not defined (e.g. the within-cell τ of a score constant in every cell)."""
-    pw, cells, controls = _first(scores, "pw10_size"), _first(scores, "cells"), _first(scores, "partial_controls")
+    pw, cells, strata = _first(scores, "pw10_size"), _first(scores, "cells"), _first(scores, "arch_strata")
     fmt = {"pw": f" (size: {pw})" if pw else "", "cells": f" {cells}" if cells else "",
-           "controls": controls or "the controls", "size": _first(scores, "size_control") or "the size column"}
+           "strata": strata or "the strata", "size": _first(scores, "size_control") or "the size column"}
     cols = ["proxy"] + (["target"] if "target" in scores and scores["target"].nunique() > 1 else []) + \
         (["n"] if "n" in scores else [])
-    spec = [(c, ci, h.format(**fmt)) for c, ci, h in _MD_COLUMNS if c in scores]
+    # without strata (NAS-Bench-NLP) the within-arch columns hold only NaN and say nothing: left out
+    spec = [(c, ci, h.format(**fmt)) for c, ci, h in _MD_COLUMNS
+            if c in scores and (strata or not c.startswith("tau_within_arch") or scores[c].notna().any())]
     head = "| " + " | ".join([*cols, *(h for _, _, h in spec)]) + " |\n|" + "---|" * (len(cols) + len(spec)) + "\n"
 
     def cell(v: Any) -> str:

@@ -329,6 +329,8 @@ def test_cli_evaluate_registered_name_csv(tmp_path, data_dir):
     rows = pd.read_csv(StringIO(r.stdout))
     c = rows[rows.kind == "candidate"].iloc[0]
     assert c.proxy == "depth_then_width" and c.n == 100 and c.target == "glue" and np.isnan(c.tau_within_cell)
+    # a function of (layers, hidden size, total heads): no within-arch τ, in either form, never a number
+    assert np.isnan(c.tau_within_arch) and np.isnan(c.tau_within_arch_tb) and "partial_tau_arch" not in rows
 
 
 def test_one_list_of_spaces_and_row_kinds():

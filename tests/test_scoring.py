@@ -68,8 +68,15 @@ def test_baseline_tau_is_the_tau_of_the_release_columns(bench, flex, flex_base):
     # NSC's #Params row: 0.485, 10 %-PW 0.082 over the as-specified count
     assert s.loc["param_count_as_specified", "kendall_tau"] == pytest.approx(0.485, abs=5e-4)
     assert s.loc["param_count_as_specified", "tau_pw10"] == pytest.approx(0.082, abs=5e-4)
-    # a score constant in every cell has no within-cell τ; depth is a control: no partial τ
-    assert math.isnan(s.loc["depth", "tau_within_cell"]) and math.isnan(s.loc["depth", "partial_tau_arch"])
+    # a score constant in every cell (stratum) has no within-cell (within-arch) τ, in either form, and says why
+    for rule in ("depth", "depth_then_width"):
+        for m in ("tau_within_cell", "tau_within_cell_tb", "tau_within_arch", "tau_within_arch_tb"):
+            assert math.isnan(s.loc[rule, m]) and math.isnan(s.loc[rule, f"{m}_ci_low"]), (rule, m)
+        assert "constant within every stratum (layers, hidden_size, total_heads)" in s.loc[rule, "note"]
+        assert "constant within every cell (layers, hidden size)" in s.loc[rule, "note"]
+    # the size rule still orders archs of one shape; its note says nothing of strata
+    assert np.isfinite(s.loc["depth_width_then_size", "tau_within_arch"])
+    assert not isinstance(s.loc["depth_width_then_size", "note"], str)
 
 
 def test_score_columns_equal_the_metric_functions(bench, flex):
@@ -82,9 +89,12 @@ def test_score_columns_equal_the_metric_functions(bench, flex):
     assert s.tau_tiebroken == pytest.approx(M.kendall_tau_tiebroken(x, y), abs=1e-12)
     assert s.tau_pw10 == pytest.approx(M.tau_pw(x, y, f.num_params_as_specified.to_numpy(float)), abs=1e-12)
     assert s.tau_within_cell == pytest.approx(M.tau_within_cell(x, y, cells), abs=1e-12)
-    assert s.partial_tau_arch == pytest.approx(M.partial_tau(x, y, controls), abs=1e-10)
-    assert (s.pw10_size, s.cells, s.partial_controls) == ("num_params (as specified)", "(layers, hidden size)",
-                                                          "layers, hidden_size, total_heads")
+    assert s.tau_within_cell_tb == pytest.approx(M.tau_within_cell_tb(x, y, cells), abs=1e-12)
+    assert s.tau_within_arch == pytest.approx(M.tau_within_arch(x, y, controls), abs=1e-12)
+    assert s.tau_within_arch_tb == pytest.approx(M.tau_within_arch_tb(x, y, controls), abs=1e-12)
+    assert (s.pw10_size, s.cells, s.arch_strata) == ("num_params (as specified)", "(layers, hidden size)",
+                                                     "layers, hidden_size, total_heads")
+    assert "partial_tau_arch" not in s.index
     ctx = M.RankContext(cells=cells, size=f.num_params_as_specified.to_numpy(float), controls=controls)
     est = M.rank_metrics(x, y, ctx, bootstrap=40, seed=3)
     for m in scoring.NEW_METRICS:
@@ -100,7 +110,8 @@ def test_target_list_gives_every_glue_task(bench):
     assert list(many.target) == ["glue", *GLUE_TASKS]
     one = scoring.score(df, "cola", proxies=["head_confidence"], bootstrap=0, bench=bench).iloc[0]
     row = many.set_index("target").loc["cola"]
-    for c in ("kendall_tau", "tau_tiebroken", "tau_pw10", "tau_within_cell", "partial_tau_arch"):
+    for c in ("kendall_tau", "tau_tiebroken", "tau_pw10", "tau_within_cell", "tau_within_cell_tb", "tau_within_arch",
+              "tau_within_arch_tb"):
         assert row[c] == pytest.approx(one[c], abs=1e-12), c
     with pytest.raises(InvalidArgumentError, match="target"):
         scoring.score(df, [], bench=bench)
@@ -129,6 +140,15 @@ def test_nlp_context_and_baselines(bench):
         M.tau_pw(x, y, ptb.num_params.to_numpy(float)), abs=1e-12)
     assert s.loc["recipe_num_nodes", "n"] == 275  # only the runs with a public recipe have one
     assert s.loc["hidden_covariance_layer1", "cells"] == "(equal parameter count)"
+    # no arch strata on NAS-Bench-NLP (one shape): NaN, and the table prints each column once
+    assert s.loc["hidden_covariance_layer1", "arch_strata"] == ""
+    assert math.isnan(s.loc["hidden_covariance_layer1", "tau_within_arch"])
+    full = scoring.score(vals, "test_loss", proxies=["hidden_covariance_layer1"], space="nlp", control="num_params",
+                         bootstrap=0, bench=bench)
+    head = scoring.to_markdown(full).splitlines()[0].split(" | ")
+    assert len(head) == len(set(head)), head
+    assert "within equal" not in " ".join(head)
+    assert sum("partial τ given num_params" in h for h in head) == 1
 
 
 def test_markdown_names_each_tau(bench):
@@ -136,8 +156,13 @@ def test_markdown_names_each_tau(bench):
     md = scoring.to_markdown(s.sort_values("kendall_tau", ascending=False))
     head = md.splitlines()[0]
     for words in ("τ-b (scipy)", "τ, ties broken at random", "10 %-PW τ-b (size: num_params (as specified))",
-                  "τ-b within cells (layers, hidden size)", "partial τ given layers, hidden_size, total_heads"):
+                  "τ-b within cells (layers, hidden size)", "τ within cells, ties broken at random",
+                  "τ-b within equal (layers, hidden_size, total_heads)",
+                  "τ within equal (layers, hidden_size, total_heads), ties broken at random",
+                  "partial τ given num_params_as_trained (Kendall 1942: τ less what both share with num_params_as_trained)"):
         assert words in head, words
+    cells = head.split(" | ")
+    assert len(cells) == len(set(cells))  # each column once
     depth = next(line for line in md.splitlines() if line.startswith("| depth |"))
     assert "0.682 [" in depth and "| – |" in depth  # an interval, and an undefined within-cell τ
 
