@@ -205,3 +205,65 @@ def test_proxies_on_slurm_equal_local_and_resume_after_a_kill(tmp_path, monkeypa
     for p in names:
         assert again[p].tolist() == local[p].tolist(), p
     assert Path(tmp_path / "b").is_dir() and len(list((tmp_path / "b").glob("*.parquet"))) == 3
+
+
+@pytest.mark.torch
+def test_hardware_on_slurm_equals_local(tmp_path, bench):
+    """A hardware sweep through the slurm executor: the deterministic figures equal the
+    local executor's, every model's part is written by the array task, and a rerun reads
+    them all from the cache."""
+    pytest.importorskip("submitit")
+    from nasbench_bert import hardware as hw
+
+    tiny = hw.MeasureSettings(batches=(1, 2), repeats=(2, 1), warmup=(1, 0))
+    ids, sems = [0, 250], ["as_trained", "authors"]
+    local = hw.measure_many(ids, sems, settings=tiny, bench=bench)
+    res = SlurmResources(cluster="local", folder=tmp_path / "logs", tasks_per_job=4)
+    remote = hw.measure_many(ids, sems, settings=tiny, bench=bench, cache=tmp_path / "c", executor="slurm", slurm=res)
+    for k in ("model_key", "num_params", "flops_per_seq", "peak_memory_b2_mib", "semantics", "arch", "threads"):
+        assert list(local[k]) == list(remote[k]), k
+    assert remote["error"].isna().all() and not remote.cached.any() and len(list((tmp_path / "c").iterdir())) == 4
+    again = hw.measure_many(ids, sems, settings=tiny, bench=bench, cache=tmp_path / "c", executor="slurm", slurm=res)
+    assert again.cached.all() and list(again.latency_b1_ms) == list(remote.latency_b1_ms)
+
+
+# -- build-entry, end to end -------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.torch
+def test_build_many_on_slurm_resumes_from_the_results_table(tmp_path, monkeypatch):
+    """build_many through the slurm executor: each array task writes its entry into the
+    results table; an array task of two archs killed after the first, and the same call
+    again, build only the second (the first comes back from the table unchanged)."""
+    pytest.importorskip("submitit")
+    pytest.importorskip("tokenizers")
+    import csv
+
+    from conftest import UPSTREAM
+    from nasbench_bert.builders.entry import build_many, validate_entry
+    from nasbench_bert.builders.results import ResultsTable
+
+    rte = UPSTREAM / "glue-rte"
+    rows = list(csv.reader(open(rte / "train.tsv", newline=""), delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
+    (tmp_path / "corpus.txt").write_text("\n".join(r[1] + " " + r[2] for r in rows) + "\n")
+    archs = ["128/SA-SDP-h2-512x1/LT-DFT-h2-512x1", "128/LT-DCT-h2-512x1/SA-WMA-h2-512x1"]
+    kw = dict(corpus=f"text:{tmp_path / 'corpus.txt'}", glue=str(rte), tasks=["rte"], device="cpu",
+              pretrain_config={"steps": 10, "batch_size": 8, "seq_len": 32, "warmup_steps": 2, "vocab_size": 3000,
+                               "checkpoint_every": 5},
+              finetune_config={"epochs": 1, "max_train_examples": 32, "batch_size": 16, "max_seq_len": 64},
+              results=str(tmp_path / "res"), workdir=str(tmp_path / "work"))
+    res = SlurmResources(cluster="local", folder=tmp_path / "logs", tasks_per_job=2)
+    monkeypatch.setenv(KILL_AFTER_ENV, "1")
+    with pytest.raises(IncompleteSweepError, match="^1 of 1 SLURM array tasks ended without a result"):
+        build_many(archs, executor="slurm", slurm=res, **kw)
+    first = ResultsTable(tmp_path / "res").entries()
+    assert [e["arch"] for e in first] == archs[:1]
+    monkeypatch.delenv(KILL_AFTER_ENV)
+    out = build_many(archs, executor="slurm", slurm=res, **kw)
+    assert [e["arch"] for e in out] == archs
+    for e in out:
+        validate_entry(e)
+    assert out[0] == first[0]  # read back, not rebuilt
+    assert len(ResultsTable(tmp_path / "res").entries()) == 2
+    # a GPU asked for, none allocated (without CUDA here the build's own device check may say it first)
+    with pytest.raises(InvalidArgumentError, match="^device = 'cuda' is not allowed"):
+        build_many(archs, executor="slurm", slurm=res, **{**kw, "device": "cuda"})
