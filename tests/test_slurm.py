@@ -168,6 +168,58 @@ def test_engine_job_array_killed_and_rerun_computes_only_the_missing_parts(tmp_p
     assert {p.name for p in (tmp_path / "logs").iterdir()} - submitted == new
 
 
+def _slow_square(task: _Square) -> dict:
+    import time
+
+    time.sleep(1.0)
+    return _square(task)
+
+
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (Linux /proc)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the array task's process in /proc")
+def test_requeued_array_task_skips_the_parts_it_wrote(tmp_path, by_value):
+    """SLURM's pre-emption and time-limit signal (USR2), sent to a running array task on
+    submitit's local cluster: the task checkpoints (ArrayTask.checkpoint), is requeued
+    with its chunk, and the second run reads the parts the first one wrote instead of
+    computing them again."""
+    import os
+    import time
+
+    from nasbench_bert.slurm import ArrayTask, load_submitit
+    from nasbench_bert.sweep import PartCache, _StoreInWorker
+
+    submitit = load_submitit()
+    cache = PartCache.open(tmp_path / "cache", "json", "number")
+    tasks = [_Square(x) for x in range(4)]
+    ex = submitit.AutoExecutor(folder=tmp_path / "logs", cluster="local")
+    ex.update_parameters(timeout_min=5)
+    job = ex.submit(ArrayTask(_StoreInWorker(_slow_square, _finish, cache)), tasks)
+    deadline = time.time() + 120
+    while not any(cache.folder.iterdir()) and time.time() < deadline:
+        time.sleep(0.05)
+    assert any(cache.folder.iterdir()), "no part written in 120 s"
+    (task,) = _children(int(job.job_id))  # the local controller's one task process
+    os.kill(task, submitit.JobEnvironment._usr_sig())  # what SLURM sends before pre-empting or at the time limit
+    rows = job.result()
+    assert [r for r, _ in rows] == [{"x": x, "y": x * x, "error": None} for x in range(4)]
+    hits = [hit for _, hit in rows]
+    assert hits[0] and not all(hits) and hits == sorted(hits, reverse=True), hits  # the written prefix, read back
+    log = "".join(p.read_text() for p in (tmp_path / "logs").glob("*_log.*"))
+    assert "Caught signal SIGUSR2" in log and "Requeued" in log
+
+
 # -- proxies compute, end to end ---------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.torch
