@@ -238,20 +238,18 @@ def compute(
     one part file, atomically, and a later call with the same arch, semantics,
     objective, dtype, seed and batch reuses it: an interrupted sweep resumes.
 
-    ``executor``: ``"local"`` (this process, or ``jobs`` worker processes), ``"ray"``:
-    one Ray task per arch, one CPU each, spread over the cluster at ``ray_address``
-    (default: join or start a local instance), or ``"slurm"``: one SLURM job array
-    through submitit, sized by ``slurm`` (a :class:`~nasbench_bert.slurm.SlurmResources`;
-    default one arch and one CPU per array task; the ``[slurm]`` extra). Parts are
-    written as tasks finish (by the driver; on SLURM by each array task, into a cache the
-    nodes share), so a sweep killed anywhere resumes from the cache. Every arch is computed with
+    ``executor``: ``"local"`` (this process, or ``jobs`` worker processes), ``"ray"`` (one
+    Ray task per arch, one CPU each, on the cluster at ``ray_address``; default: join or
+    start a local one) or ``"slurm"`` (a job array sized by ``slurm``, a
+    :class:`~nasbench_bert.slurm.SlurmResources`; the ``[slurm]`` extra). Parts are
+    written as tasks finish (on SLURM by each array task, into a cache the nodes share),
+    so a sweep killed anywhere resumes from the cache. Every arch is computed with
     :data:`WORKER_THREADS` torch thread(s) whichever executor runs it (this process's own
     count is restored afterwards), so a value is the same bits from every executor and
     process, and a cache never mixes values from different thread counts.
     """
     adapter = proxy_space(space)
-    executor = check_executor(executor, ray_address)
-    res = check_slurm(executor, slurm)
+    res = check_slurm(check_executor(executor, ray_address), slurm)
     st = _settings(space, semantics, seed, batch, protocol)
     dtype = check_choice("dtype", dtype, DTYPES)
     jobs = check_int("jobs", jobs, low=1)
@@ -265,8 +263,7 @@ def compute(
     names = tuple(p.name for p in plist)
     versions = json.dumps({p.name: p.version for p in plist}, sort_keys=True)
     tasks = [ProxyTask(space, ident, key, names, versions, st.spec, st.semantics, st.objective, st.seed, dtype,
-                       WORKER_THREADS)
-             for ident, key in items]
+                       WORKER_THREADS) for ident, key in items]
     how = SweepRun(executor, jobs, ray_address, slurm=res,
                    label=(lambda todo, hits: f"{space} proxies ({todo} to compute, {hits} cached)") if progress else None)
     done = run_sweep(_work, tasks, cache_parts, _finish, how)
