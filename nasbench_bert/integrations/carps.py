@@ -1,0 +1,393 @@
+"""CARP-S objective functions and task configs (the ``[carps]`` extra).
+
+CARP-S (AutoML.org's "Comprehensive Automated Research Performance Studies",
+``pip install carps``) benchmarks N optimisers on M tasks: a task is a hydra YAML config
+naming an :class:`~carps.objective_functions.objective_function.ObjectiveFunction`, its
+input space (a ConfigSpace ``ConfigurationSpace``), its output space (the objectives,
+all minimised), a trial budget and metadata. This module holds the objective functions;
+the four task configs are shipped as package data in
+``nasbench_bert/integrations/carps_configs/task/NASBenchBERT/`` (a hydra config root
+CARP-S is pointed to with ``hydra.searchpath=[pkg://nasbench_bert.integrations.carps_configs]``)
+and are written by :func:`write_task_configs` from :func:`task_config`, so the files and
+the code cannot drift (a test compares them):
+
+========================  =========================================================  =========================
+task (config name)        objective function                                         cost(s)
+========================  =========================================================  =========================
+``flexibert500``          :class:`FlexiBERTTabular`, the 491 evaluated archs          -GLUE
+``flexibert_surrogate``   :class:`FlexiBERTSurrogate`, all 10,621,440 archs, noisy    -GLUE (one simulated run)
+``flexibert500_mo``       :class:`FlexiBERTTabular`, two objectives                   -GLUE, parameters
+``nlp_ptb``               :class:`NLPTabular`, NAS-Bench-NLP PTB's 8,794 runs         test loss
+========================  =========================================================  =========================
+
+**Costs.** CARP-S minimises; each cost is the objective in the direction
+``bench.objectives`` gives (:func:`~.configspace.as_cost`: GLUE, which is maximised,
+becomes -GLUE; parameters and test loss are minimised as they are). Every trial's
+``TrialValue.additional_info`` carries the raw values and the arch (or recipe) that
+answered, so a CARP-S log can be checked against ``bench.query``.
+
+**Why a categorical space for the tabular tasks.** FlexiBERT-500 holds 491 distinct
+archs of a 10.6M-arch space. The structured space (30 conditional hyperparameters, as
+in :mod:`.configspace`) would make almost every proposal an arch that was never trained,
+answered by a nearest neighbour - an optimiser would be scored on the neighbour rule,
+not on the archs it chose. The tabular tasks therefore search exactly the evaluated set:
+one categorical hyperparameter ``arch`` whose choices are the archs' canonical strings
+(``"256/SA-WMA-h4-1024x3/..."``; ``Arch.coerce`` reads them), as NAS-Bench-NLP's cells
+have one categorical ``recipe_id`` (its cells have no fixed-length encoding). Every value
+is then exactly ``bench.query(arch)``. The surrogate task answers for every arch and uses
+the structured space. ``FlexiBERTTabular(space="structured")`` offers the structured
+space over the table too, answered by the nearest evaluated arch (the package's
+``TabularOracle`` rule), for optimisers that need the structure.
+
+**Time.** FlexiBERT trials carry the arch's training time (the table's ``time_to_train``
+in seconds; the surrogate charges the table's mean, as ``SurrogateOracle`` does) as
+CARP-S's ``virtual_time``. NAS-Bench-NLP PTB records no time.
+
+This module imports carps; nothing below :mod:`nasbench_bert.integrations` imports it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from carps.objective_functions.objective_function import ObjectiveFunction
+from carps.utils.task import get_search_space_info
+from carps.utils.trials import TrialInfo, TrialValue
+from ConfigSpace import Categorical, Configuration, ConfigurationSpace
+
+from ..checks import check_choice, check_seed
+from ..errors import InvalidArgumentError
+from ..spaces.flexibert import FLEXIBERT_SPACE, Arch
+from ..vocabulary import DATASETS, FINAL_TEST_LOSS
+from .configspace import as_cost, configuration_to_arch
+
+#: CARP-S's ``benchmark_id`` of every task here (the folder of the task configs)
+BENCHMARK_ID = "NASBenchBERT"
+#: the hyperparameter of the evaluated-set spaces
+ARCH_HP = "arch"
+RECIPE_HP = "recipe_id"
+#: FlexiBERTTabular's ``space``: the evaluated archs as one categorical, or the structured
+#: conditional space answered by the nearest evaluated arch
+TABULAR_SPACES: tuple[str, ...] = ("evaluated", "structured")
+#: the default trial budget of the shipped tasks (override: task.optimization_resources.n_trials=N)
+DEFAULT_N_TRIALS = 100
+#: the folder (a hydra config root) holding the shipped task configs
+CONFIG_ROOT = Path(__file__).resolve().parent / "carps_configs"
+#: hydra's search-path entry a CARP-S user adds to find the task configs
+SEARCHPATH = "pkg://nasbench_bert.integrations.carps_configs"
+
+_BENCHES: dict[str | None, Any] = {}
+
+
+def load_bench(data: str | None = None) -> Any:
+    """``Benchmark.load(data)``, cached per ``data`` within the process: a hydra multirun
+    instantiates each task's space and objective function in one process, and they must
+    read one table (and fit or load one surrogate) rather than one each."""
+    from .. import Benchmark
+
+    if data is not None and not isinstance(data, (str, Path)):
+        raise InvalidArgumentError(f"data = {data!r} is not allowed; allowed: None (the default data resolution) or "
+                                   "a data folder path")
+    key = None if data is None else str(data)
+    if key not in _BENCHES:
+        _BENCHES[key] = Benchmark.load(key)
+    return _BENCHES[key]
+
+
+def _seed(seed: Any) -> int:
+    return int(check_seed("seed", seed, none=False))  # type: ignore[arg-type]
+
+
+def _config_value(config: Configuration | Mapping[str, Any], name: str) -> Any:
+    d = dict(config)
+    if name not in d:
+        raise InvalidArgumentError(f"configuration has no hyperparameter {name!r}; it has {sorted(d)}")
+    return d[name]
+
+
+def evaluated_archs(bench: Any) -> list[Arch]:
+    """FlexiBERT-500's distinct archs in id order (491: nine archs were trained twice;
+    ``bench.query`` answers an arch with its first run)."""
+    return list(dict.fromkeys(bench.archs))
+
+
+def nlp_recipe_ids(bench: Any, dataset: str = "ptb") -> list[int]:
+    """The recipe ids of ``dataset``'s runs with a finite final test loss, sorted (the
+    space of :func:`~.optuna.run_optuna_nlp` and of the NAS-Bench-NLP syne-tune blackbox)."""
+    check_choice("dataset", dataset, DATASETS)
+    df = bench.nlp.ptb if dataset == "ptb" else bench.nlp.wikitext2
+    ok = df[np.isfinite(df[FINAL_TEST_LOSS[dataset]].astype(float))]
+    return sorted({int(r) for r in ok["recipe_id"]})
+
+
+# -- the spaces (also what the task configs' input_space instantiates) --------------------------
+def task_space(task: str, seed: int = 0, data: str | None = None) -> ConfigurationSpace:
+    """The ConfigurationSpace of ``task`` (one of :data:`TASKS`), seeded with ``seed``.
+    The task configs' ``input_space.configuration_space`` calls this (the space SMAC
+    reads), and the objective functions build theirs with it (the space random search
+    samples), so the optimiser and the objective see one space. ``data``: as
+    :func:`load_bench` (the structured space needs none)."""
+    check_choice("task", task, tuple(TASKS))
+    kind = TASKS[task]["space"]
+    if kind == "structured":
+        return FLEXIBERT_SPACE.configspace(_seed(seed))
+    if kind == "evaluated":
+        return evaluated_space(load_bench(data), seed)
+    return recipe_space(load_bench(data), TASKS[task]["dataset"], seed)
+
+
+def evaluated_space(bench: Any, seed: int = 0) -> ConfigurationSpace:
+    """One categorical ``arch`` over FlexiBERT-500's distinct archs (canonical strings, id order)."""
+    return ConfigurationSpace(name="flexibert500_archs", seed=_seed(seed),
+                              space=[Categorical(ARCH_HP, [str(a) for a in evaluated_archs(bench)])])
+
+
+def recipe_space(bench: Any, dataset: str = "ptb", seed: int = 0) -> ConfigurationSpace:
+    """One categorical ``recipe_id`` over NAS-Bench-NLP ``dataset``'s runs with a finite test loss."""
+    return ConfigurationSpace(name=f"nlp_{dataset}_recipes", seed=_seed(seed),
+                              space=[Categorical(RECIPE_HP, nlp_recipe_ids(bench, dataset))])
+
+
+class _Base(ObjectiveFunction):
+    """The parts every objective function here shares: the seeded space, the objectives'
+    metadata (``bench.objectives``) and the cost in each objective's direction."""
+
+    def __init__(self, objectives: Sequence[str], meta: Mapping[str, Any], space: ConfigurationSpace,
+                 loggers: list[Any] | None) -> None:
+        super().__init__(loggers)
+        names = [str(o) for o in objectives]
+        if not names or len(set(names)) != len(names):
+            raise InvalidArgumentError(f"objectives = {names!r} is not allowed; allowed: one or more distinct names of "
+                                       f"{sorted(meta)}")
+        for n in names:
+            check_choice("objectives", n, tuple(meta))
+        self.objectives: tuple[str, ...] = tuple(names)
+        self.meta = {n: meta[n] for n in names}
+        self._space = space
+
+    @property
+    def configspace(self) -> ConfigurationSpace:
+        return self._space
+
+    @property
+    def f_min(self) -> float | None:
+        """The best cost the table holds (single-objective tabular tasks); None otherwise."""
+        return None
+
+    def _cost(self, values: Mapping[str, float]) -> float | list[float]:
+        costs = [as_cost(values[n], self.meta[n]) for n in self.objectives]
+        return costs[0] if len(costs) == 1 else costs
+
+
+class FlexiBERTTabular(_Base):
+    """FlexiBERT-500 as a CARP-S objective function: each trial is ``bench.query(arch)``.
+
+    ``objectives``: names of ``bench.objectives`` (``"glue"``, a GLUE task,
+    ``"time_to_train"``, ``"num_params_as_trained"``); one makes a single-objective task,
+    several a multi-objective one (costs in that order). ``space``: ``"evaluated"`` (one
+    categorical over the 491 trained archs: every value is exactly the table's) or
+    ``"structured"`` (the conditional FlexiBERT space; a configuration that was never
+    trained is answered by its nearest evaluated arch, ties broken by a generator seeded
+    with ``seed``, and ``additional_info["arch"]`` names the arch that answered).
+    ``data``: the data folder (``None``: the default resolution of ``Benchmark.load``).
+    """
+
+    def __init__(self, objectives: Sequence[str] = ("glue",), space: str = "evaluated", data: str | None = None,
+                 seed: int = 0, loggers: list[Any] | None = None) -> None:
+        check_choice("space", space, TABULAR_SPACES)
+        self.bench = load_bench(data)
+        self.space_kind = space
+        cs = evaluated_space(self.bench, seed) if space == "evaluated" else FLEXIBERT_SPACE.configspace(_seed(seed))
+        super().__init__(objectives, self.bench.objectives, cs, loggers)
+        self._rng = np.random.default_rng(_seed(seed))
+        self._evaluated = frozenset(evaluated_archs(self.bench))
+        self._oracle: Any = None
+        if space == "structured":
+            from ..search import make_oracle
+
+            self._oracle = make_oracle("tabular", self.bench)  # its nearest-evaluated-arch rule
+
+    @property
+    def f_min(self) -> float | None:
+        if len(self.objectives) != 1:
+            return None
+        o = self.meta[self.objectives[0]]
+        return as_cost(o.best, o)
+
+    def arch_of(self, config: Configuration | Mapping[str, Any]) -> Arch:
+        """The evaluated arch that answers ``config``."""
+        if self.space_kind == "evaluated":
+            return Arch.coerce(_config_value(config, ARCH_HP))
+        arch = configuration_to_arch(config)
+        return arch if arch in self._evaluated else self._oracle.nearest(arch, self._rng)
+
+    def _evaluate(self, trial_info: TrialInfo) -> TrialValue:
+        start = time.time()
+        arch = self.arch_of(trial_info.config)
+        r = self.bench.query(arch, charge=False)
+        values = {n: _result_value(r, n) for n in self.objectives}
+        end = time.time()
+        return TrialValue(cost=self._cost(values), time=end - start, virtual_time=float(r.time_to_train),
+                          starttime=start, endtime=end, additional_info={"arch": str(arch), "id": int(r.id), **values})
+
+
+def _result_value(r: Any, name: str) -> float:
+    """Objective ``name`` of a FlexiBERT result: an attribute (glue, time_to_train,
+    num_params_as_trained) or a GLUE task score."""
+    v = r.scores[name] if name in r.scores else getattr(r, name)
+    return float(v)
+
+
+class FlexiBERTSurrogate(_Base):
+    """All 10,621,440 FlexiBERT archs in the structured space, answered by the pinned
+    surrogate (``bench.surrogate()``).
+
+    ``noisy=True`` (the shipped task): the noisy simulated benchmark of
+    ``SurrogateOracle(noisy=True, seed=seed)`` - each arch's expected GLUE is one seeded
+    draw from the surrogate's predictive distribution of the mean, and every evaluation
+    adds a run-to-run deviation for the arch's depth (the k-th evaluation of an arch uses
+    the generator ``(seed, arch index, k)``; :mod:`nasbench_bert.surrogate.noise`), so a
+    re-evaluation is a re-run and a run is reproducible from ``seed``. ``noisy=False``:
+    the predictive mean. Objective: GLUE only (the surrogate predicts GLUE and its tasks).
+    """
+
+    def __init__(self, noisy: bool = True, family: str | None = None, data: str | None = None, seed: int = 0,
+                 loggers: list[Any] | None = None) -> None:
+        from ..search.oracle import SurrogateOracle
+
+        self.bench = load_bench(data)
+        super().__init__(("glue",), self.bench.objectives, task_space("flexibert_surrogate", seed, data), loggers)
+        self.oracle = SurrogateOracle(self.bench, noisy=noisy, seed=_seed(seed), family=family)
+
+    def _evaluate(self, trial_info: TrialInfo) -> TrialValue:
+        start = time.time()
+        arch = configuration_to_arch(trial_info.config)
+        expected = self.oracle.expected_glue(arch)
+        glue = self.oracle.glue(arch)
+        end = time.time()
+        cost = self._cost({"glue": glue}) if math.isfinite(glue) else math.inf
+        return TrialValue(cost=cost, time=end - start, virtual_time=float(self.oracle.cost(arch)), starttime=start,
+                          endtime=end, additional_info={"arch": str(arch), "glue": glue, "expected_glue": expected})
+
+
+class NLPTabular(_Base):
+    """NAS-Bench-NLP on ``dataset`` (``"ptb"``: the shipped task; ``"wikitext2"``) as a
+    CARP-S objective function: one categorical ``recipe_id`` over the runs with a finite
+    final test loss; each trial is ``bench.nlp.query(recipe_id, dataset)``.
+    ``objectives``: names of ``bench.nlp.objectives[dataset]`` (default: the test loss)."""
+
+    def __init__(self, dataset: str = "ptb", objectives: Sequence[str] = ("test_loss",), data: str | None = None,
+                 seed: int = 0, loggers: list[Any] | None = None) -> None:
+        check_choice("dataset", dataset, DATASETS)
+        self.bench = load_bench(data)
+        self.dataset = dataset
+        super().__init__(objectives, self.bench.nlp.objectives[dataset], recipe_space(self.bench, dataset, seed),
+                         loggers)
+
+    @property
+    def f_min(self) -> float | None:
+        if len(self.objectives) != 1:
+            return None
+        o = self.meta[self.objectives[0]]
+        return as_cost(o.best, o)
+
+    def _evaluate(self, trial_info: TrialInfo) -> TrialValue:
+        start = time.time()
+        rid = int(_config_value(trial_info.config, RECIPE_HP))
+        r = self.bench.nlp.query(rid, self.dataset, charge=False)
+        values = {n: float(getattr(r, n)) for n in self.objectives}
+        end = time.time()
+        return TrialValue(cost=self._cost(values), time=end - start, starttime=start, endtime=end,
+                          additional_info={RECIPE_HP: rid, **values})
+
+
+# -- the task configs -----------------------------------------------------------------------------
+_OF = "nasbench_bert.integrations.carps"
+#: task -> what its config holds: the objective function and its arguments, the space kind,
+#: CARP-S's metadata of how the function is represented
+TASKS: dict[str, dict[str, Any]] = {
+    "flexibert500": {"target": f"{_OF}.FlexiBERTTabular", "kwargs": {"objectives": ["glue"], "space": "evaluated"},
+                     "space": "evaluated", "objectives": ["glue"], "approximation": "tabular", "deterministic": True,
+                     "virtual_time": True},
+    "flexibert_surrogate": {"target": f"{_OF}.FlexiBERTSurrogate", "kwargs": {"noisy": True, "family": None},
+                            "space": "structured", "objectives": ["glue"], "approximation": "surrogate",
+                            "deterministic": False, "virtual_time": True},
+    "flexibert500_mo": {"target": f"{_OF}.FlexiBERTTabular",
+                        "kwargs": {"objectives": ["glue", "num_params_as_trained"], "space": "evaluated"},
+                        "space": "evaluated", "objectives": ["glue", "num_params_as_trained"],
+                        "approximation": "tabular", "deterministic": True, "virtual_time": True},
+    "nlp_ptb": {"target": f"{_OF}.NLPTabular", "kwargs": {"dataset": "ptb", "objectives": ["test_loss"]},
+                "space": "recipes", "dataset": "ptb", "objectives": ["test_loss"], "approximation": "tabular",
+                "deterministic": True, "virtual_time": False},
+}
+
+
+def task_config(task: str, *, n_trials: int = DEFAULT_N_TRIALS) -> dict[str, Any]:
+    """The hydra config of ``task`` in CARP-S's task format (the layout of its
+    ``configs/task/*/*.yaml``: ``benchmark_id``, ``task_id`` and a ``task`` node that
+    instantiates ``carps.utils.task.Task``), as a dict; :func:`write_task_configs`
+    writes it with a ``# @package _global_`` header. The configuration space is built by
+    :func:`task_space` rather than serialised (8,794 recipe ids, 491 arch strings), and
+    the search-space metadata is CARP-S's own ``get_search_space_info`` of that space."""
+    check_choice("task", task, tuple(TASKS))
+    if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 1:
+        raise InvalidArgumentError(f"n_trials = {n_trials!r} is not allowed; allowed: a positive integer")
+    t = TASKS[task]
+    info = get_search_space_info(task_space(task, 0) if t["space"] == "structured" else _shape_space(t["space"]))
+    return {
+        "benchmark_id": BENCHMARK_ID,
+        "task_id": "${task.name}",
+        "task": {
+            "_target_": "carps.utils.task.Task",
+            "name": f"nasbench_bert/{task}",
+            "seed": "${seed}",
+            "objective_function": {"_target_": t["target"], **t["kwargs"], "data": None, "seed": "${seed}"},
+            "input_space": {
+                "_target_": "carps.utils.task.InputSpace",
+                "configuration_space": {"_target_": f"{_OF}.task_space", "task": task, "seed": "${seed}",
+                                        "data": "${task.objective_function.data}"},
+                "fidelity_space": {"_target_": "carps.utils.task.FidelitySpace", "is_multifidelity": False,
+                                   "fidelity_type": None, "min_fidelity": None, "max_fidelity": None},
+                "instance_space": None,
+            },
+            "output_space": {"_target_": "carps.utils.task.OutputSpace", "n_objectives": len(t["objectives"]),
+                             "objectives": list(t["objectives"])},
+            "optimization_resources": {"_target_": "carps.utils.task.OptimizationResources", "n_trials": n_trials,
+                                       "time_budget": None, "n_workers": 1},
+            "metadata": {"_target_": "carps.utils.task.TaskMetadata", "has_constraints": False, "domain": "NAS",
+                         "objective_function_approximation": t["approximation"],
+                         "has_virtual_time": t["virtual_time"], "deterministic": t["deterministic"], **info},
+        },
+    }
+
+
+def _shape_space(kind: str) -> ConfigurationSpace:
+    """A space of the evaluated-set kind's shape (one categorical) for the metadata, which
+    depends on the types only - so writing the configs needs no data."""
+    name = ARCH_HP if kind == "evaluated" else RECIPE_HP
+    return ConfigurationSpace(space=[Categorical(name, ["a", "b"])])
+
+
+def write_task_configs(directory: str | Path = CONFIG_ROOT) -> list[Path]:
+    """Write every task's config to ``directory/task/NASBenchBERT/<task>.yaml`` (a hydra
+    config root; the default is the shipped one) and return the paths."""
+    from omegaconf import OmegaConf
+
+    out = Path(directory) / "task" / BENCHMARK_ID
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for task in TASKS:
+        p = out / f"{task}.yaml"
+        p.write_text("# @package _global_\n# written by nasbench_bert.integrations.carps.write_task_configs\n"
+                     + OmegaConf.to_yaml(OmegaConf.create(task_config(task)), resolve=False))
+        paths.append(p)
+    return paths
+
+
+if __name__ == "__main__":
+    for path in write_task_configs():
+        print(path)

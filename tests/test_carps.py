@@ -1,0 +1,154 @@
+"""CARP-S tasks (issue 31, item 2): the four tasks run under CARP-S's own runner
+(``python -m carps.run``, hydra) with two of its optimisers - random search and Optuna's
+TPE (MO-TPE on the multi-objective task) - for 50 trials each, and every logged value is
+checked against ``bench.query``.
+
+Marker ``carps``: deselected by default; ``.ci/run`` runs it in ``.venv-carps`` (carps and
+its hydra stack stay out of the main venv). With ``NASBENCH_BERT_REQUIRE_CARPS=1`` (CI) a
+missing carps fails instead of skipping.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.carps
+
+if os.environ.get("NASBENCH_BERT_REQUIRE_CARPS"):
+    import carps  # noqa: F401
+else:
+    pytest.importorskip("carps")
+
+from nasbench_bert.errors import InvalidArgumentError  # noqa: E402
+from nasbench_bert.integrations import carps as nb_carps  # noqa: E402
+from nasbench_bert.integrations.configspace import as_cost  # noqa: E402
+
+N_TRIALS = 50
+SEED = 1
+#: (optimizer override, optimizer_id CARP-S writes, tasks) - one carps.run multirun each
+RUNS: list[tuple[str, str, list[str]]] = [
+    ("+optimizer/randomsearch=config", "RandomSearch", list(nb_carps.TASKS)),
+    ("+optimizer/optuna=SO_TPE", "Optuna-TPE", ["flexibert500", "flexibert_surrogate", "nlp_ptb"]),
+    ("+optimizer/optuna=MO_TPE", "Optuna-MO-TPE", ["flexibert500_mo"]),
+]
+PAIRS = [(opt_id, task) for _, opt_id, tasks in RUNS for task in tasks]
+
+
+@pytest.fixture(scope="module")
+def carps_data(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test tables with the pinned surrogate written beside them (a copy: the shared
+    data folder stays as the other tests expect it), so the surrogate task loads, not fits."""
+    from nasbench_bert.surrogate.portable import write_artifacts
+
+    out = tmp_path_factory.mktemp("carps-data") / "data"
+    shutil.copytree(data_dir, out)
+    write_artifacts(out, surrogate=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def carps_runs(carps_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Run every (optimiser, task) pair with CARP-S's runner; the folder holding its runs/."""
+    cwd = tmp_path_factory.mktemp("carps-runs")
+    for opt, _, tasks in RUNS:
+        cmd = [sys.executable, "-m", "carps.run", f"hydra.searchpath=[{nb_carps.SEARCHPATH}]",
+               f"+task/{nb_carps.BENCHMARK_ID}={','.join(tasks)}", opt, f"seed={SEED}",
+               f"++task.optimization_resources.n_trials={N_TRIALS}", f"++task.objective_function.data={carps_data}",
+               f"baserundir={cwd / 'runs'}", "-m"]
+        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=900)
+        assert p.returncode == 0, f"{' '.join(cmd)} failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    return cwd
+
+
+def _logs(runs: Path, opt_id: str, task: str, name: str) -> list[dict[str, Any]]:
+    path = runs / "runs" / opt_id / nb_carps.BENCHMARK_ID / "nasbench_bert" / task / str(SEED) / name
+    assert path.is_file(), f"CARP-S wrote no {path}"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def carps_bench(carps_data: Path) -> Any:
+    return nb_carps.load_bench(str(carps_data))
+
+
+def test_shipped_task_configs_are_the_generated_ones(tmp_path: Path) -> None:
+    written = nb_carps.write_task_configs(tmp_path)
+    for p in written:
+        shipped = nb_carps.CONFIG_ROOT / "task" / nb_carps.BENCHMARK_ID / p.name
+        assert shipped.read_text() == p.read_text(), f"{shipped} is stale: python -m nasbench_bert.integrations.carps"
+    assert sorted(p.stem for p in written) == sorted(nb_carps.TASKS)
+
+
+@pytest.mark.parametrize("opt_id,task", PAIRS)
+def test_run_finished_and_values_are_the_tables(carps_runs: Path, carps_bench: Any, opt_id: str, task: str) -> None:
+    trials = _logs(carps_runs, opt_id, task, "trial_logs.jsonl")
+    assert len(trials) >= N_TRIALS
+    objectives = nb_carps.TASKS[task]["objectives"]
+    for t in trials:
+        info, cost = t["trial_value"]["additional_info"], t["trial_value"]["cost"]
+        if task.startswith("flexibert500"):
+            r = carps_bench.query(info["arch"], charge=False)
+            want = [as_cost(getattr(r, n), carps_bench.objectives[n]) for n in objectives]
+        elif task == "nlp_ptb":
+            r = carps_bench.nlp.query(int(info["recipe_id"]), "ptb", charge=False)
+            want = [as_cost(r.test_loss, carps_bench.nlp.objectives["ptb"]["test_loss"])]
+        else:  # the surrogate: -GLUE of the (noisy) simulated run, finite, within the metric's bounds
+            lo, hi = carps_bench.objectives["glue"].bounds
+            assert math.isfinite(info["glue"]) and lo <= info["glue"] <= hi
+            want = [-info["glue"]]
+        assert (cost if isinstance(cost, list) else [cost]) == pytest.approx(want, abs=1e-9)
+    if len(objectives) == 1:
+        inc = _logs(carps_runs, opt_id, task, "trajectory_logs.jsonl")[-1]
+        best_cost = min(t["trial_value"]["cost"] for t in trials)
+        assert inc["trial_value"]["cost"] == best_cost
+        if task != "flexibert_surrogate":
+            obj = carps_bench.nlp.objectives["ptb"]["test_loss"] if task == "nlp_ptb" else carps_bench.objectives["glue"]
+            assert inc["trial_value"]["cost"] >= as_cost(obj.best, obj)  # no better than the table's optimum
+
+
+def test_multi_objective_front_is_nondominated(carps_runs: Path, carps_bench: Any) -> None:
+    for opt_id in ("RandomSearch", "Optuna-MO-TPE"):
+        trials = _logs(carps_runs, opt_id, "flexibert500_mo", "trial_logs.jsonl")
+        costs = [tuple(t["trial_value"]["cost"]) for t in trials]
+        traj = _logs(carps_runs, opt_id, "flexibert500_mo", "trajectory_logs.jsonl")
+        last = max(t["n_trials"] for t in traj)
+        front = [tuple(t["trial_value"]["cost"]) for t in traj if t["n_trials"] == last]
+        assert front
+        for f in front:
+            assert f in costs
+            assert not any(c[0] <= f[0] and c[1] <= f[1] and c != f for c in costs), f"{f} is dominated"
+
+
+def test_objective_functions_refuse_and_answer(bench: Any, data_dir: Path) -> None:
+    from carps.utils.trials import TrialInfo
+
+    carps_data, carps_bench = data_dir, bench
+    with pytest.raises(InvalidArgumentError, match="space = 'flat'.*allowed values: \\['evaluated', 'structured'\\]"):
+        nb_carps.FlexiBERTTabular(space="flat", data=str(carps_data))
+    with pytest.raises(InvalidArgumentError, match="objectives = 'accuracy'.*allowed values"):
+        nb_carps.FlexiBERTTabular(objectives=["accuracy"], data=str(carps_data))
+    with pytest.raises(InvalidArgumentError, match="task = 'nb201'.*allowed values"):
+        nb_carps.task_space("nb201")
+    with pytest.raises(InvalidArgumentError, match="dataset = 'wt103'"):
+        nb_carps.NLPTabular(dataset="wt103", data=str(carps_data))
+    # f_min: the table's optimum as a cost
+    f = nb_carps.FlexiBERTTabular(data=str(carps_data))
+    assert f.f_min == -carps_bench.objectives["glue"].best
+    # the structured space over the table: a configuration is answered by an evaluated arch,
+    # with exactly that arch's table values
+    s = nb_carps.FlexiBERTTabular(space="structured", data=str(carps_data), seed=3)
+    evaluated = set(nb_carps.evaluated_archs(carps_bench))
+    for config in s.configspace.sample_configuration(5):
+        v = s.evaluate(TrialInfo(config=config))
+        arch = v.additional_info["arch"]
+        assert carps_bench.query(arch, charge=False).arch in evaluated
+        assert v.cost == -carps_bench.query(arch, charge=False).glue
