@@ -106,8 +106,10 @@ class Evaluation:
             out.append(f"### {bm}, semantics `{sem}`: {what}, n = {n}\n\n" + to_markdown(head, digits))
             cand = block[is_cand & (block.target != HEADLINE[bm])]
             if len(cand):
-                t = cand[["target", "n", "kendall_tau", "tau_ci_low", "tau_ci_high", "tau_tiebroken",
-                          "tau_tiebroken_ci_low", "tau_tiebroken_ci_high", "tau_within_cell"]].copy()
+                t = cand[[c for c in ("target", "n", "kendall_tau", "tau_ci_low", "tau_ci_high", "tau_tiebroken",
+                                      "tau_tiebroken_ci_low", "tau_tiebroken_ci_high", "tau_within_cell", "cells",
+                                      "tau_within_arch_tb", "tau_within_arch_tb_ci_low", "tau_within_arch_tb_ci_high",
+                                      "arch_strata") if c in cand]].copy()
                 t.insert(0, "proxy", [self.proxy] * len(t))
                 out.append(f"Per task ({bm}, `{sem}`):\n\n" + to_markdown(t, digits))
         if self.notes:

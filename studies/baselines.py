@@ -44,9 +44,12 @@ FLEX_ROWS: tuple[tuple[str, str, str], ...] = (
     ("jacobian_cosine", "Jacobian cosine", "stored (release)"),
 )
 ANALYTIC = tuple(c for c, _, kind in FLEX_ROWS if not kind.startswith("stored"))
+#: the score columns kept in the JSON (the within-group metrics in both forms, with intervals)
 METRIC_COLUMNS = ("kendall_tau", "tau_ci_low", "tau_ci_high", "tau_tiebroken", "tau_tiebroken_ci_low",
-                  "tau_tiebroken_ci_high", "spearman_rho", "tau_pw10", "tau_within_cell", "tau_within_cell_ci_low",
-                  "tau_within_cell_ci_high", "partial_tau_arch", "top10_precision", "n")
+                  "tau_tiebroken_ci_high", "spearman_rho", "tau_pw10",
+                  *(f"{m}{sfx}" for m in ("tau_within_cell", "tau_within_cell_tb", "tau_within_arch", "tau_within_arch_tb")
+                    for sfx in ("", "_ci_low", "_ci_high")),
+                  "top10_precision", "n", "note")
 
 
 def flexibert_scores(bench: Any, bootstrap: int) -> pd.DataFrame:
@@ -123,30 +126,45 @@ def render(summary: dict[str, Any]) -> str:
           "**Which τ.** *τ-b* is scipy's Kendall τ-b (ties corrected). *Tie-broken τ* is the expected τ-b when the "
           "score's ties are broken at random: depth has two values and earns most of its τ-b from ties. *Within "
           "cell*: τ over the pairs that share a cell - FlexiBERT: (layers, hidden size); NAS-Bench-NLP: an equal "
-          "parameter count. *10 %-PW*: τ-b over the pairs whose parameter counts differ by less than 10 % "
-          "(FlexiBERT: the as-specified count, as NSC defines it; NAS-Bench-NLP: the run's count).", "",
+          "parameter count. *Within arch* (`tau_within_arch`): τ over the pairs that share layers, hidden size and "
+          "total heads (16 strata on FlexiBERT-500): what a score orders among archs of one coarse shape. Both "
+          "within-figures come as τ-b and tie-broken; a score constant within every cell (stratum) has none ('–'), "
+          "as every rule on the spec's coarse shape (`depth_then_width`). *10 %-PW*: τ-b over the pairs whose "
+          "parameter counts differ by less than 10 % (FlexiBERT: the as-specified count, as NSC defines it; "
+          "NAS-Bench-NLP: the run's count).", "",
           "## FlexiBERT, against the GLUE average", "",
-          "| score | kind | τ-b [95 % CI] | tie-broken τ [95 % CI] | ρ | 10 %-PW τ | within cell [95 % CI] | top-10 % |",
-          "|---|---|---|---|---|---|---|---|"]
+          "| score | kind | τ-b [95 % CI] | tie-broken τ [95 % CI] | ρ | 10 %-PW τ | within cell τ-b [95 % CI] | "
+          "within cell, tie-broken [95 % CI] | within arch τ-b [95 % CI] | within arch, tie-broken [95 % CI] | top-10 % |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, label, kind in FLEX_ROWS:
         r = glue[name]
         md.append(f"| {label} (`{name}`) | {kind} | {_ci(r, 'kendall_tau', 'tau_ci_low', 'tau_ci_high')} | "
                   f"{_ci(r, 'tau_tiebroken', 'tau_tiebroken_ci_low', 'tau_tiebroken_ci_high')} | "
                   f"{_f(r.get('spearman_rho'))} | {_f(r.get('tau_pw10'))} | "
-                  f"{_ci(r, 'tau_within_cell', 'tau_within_cell_ci_low', 'tau_within_cell_ci_high')} | "
-                  f"{_f(r.get('top10_precision'), 2)} |")
+                  + " | ".join(_ci(r, m, f"{m}_ci_low", f"{m}_ci_high") for m in
+                               ("tau_within_cell", "tau_within_cell_tb", "tau_within_arch", "tau_within_arch_tb"))
+                  + f" | {_f(r.get('top10_precision'), 2)} |")
     def within(r: dict[str, Any]) -> float:
         v = r.get("tau_within_cell")
         return v if isinstance(v, (int, float)) and v == v else float("-inf")
 
+    def within_arch(r: dict[str, Any]) -> float:
+        v = r.get("tau_within_arch_tb")
+        return v if isinstance(v, (int, float)) and v == v else float("-inf")
+
     best_wc = max((r for r in flex if r["target"] == "glue"), key=within)
+    best_wa = max((r for r in flex if r["target"] == "glue"), key=within_arch)
     md += ["", f"Within cells the best of these is `{best_wc['proxy']}` at τ "
-           f"{_ci(best_wc, 'tau_within_cell', 'tau_within_cell_ci_low', 'tau_within_cell_ci_high')}.", "",
+           f"{_ci(best_wc, 'tau_within_cell', 'tau_within_cell_ci_low', 'tau_within_cell_ci_high')}; within archs of "
+           f"one (layers, hidden size, total heads) the best tie-broken τ is `{best_wa['proxy']}`'s "
+           f"{_ci(best_wa, 'tau_within_arch_tb', 'tau_within_arch_tb_ci_low', 'tau_within_arch_tb_ci_high')}.", "",
            "## FlexiBERT, per GLUE task", "",
            "Tie-broken τ of each score against each task's dev score (CoLA: MCC, STS-B: Pearson, the others "
            "accuracy; `glue` is their mean):", "", *_task_table(flex, "tau_tiebroken", targets), "",
            "Within-cell τ per task (cells: layers, hidden size; '–' where the score is constant within every "
            "cell):", "", *_task_table(flex, "tau_within_cell", targets), "",
+           "Within-arch τ per task, tie-broken (strata: layers, hidden size, total heads; '–' where the score is "
+           "constant within every stratum):", "", *_task_table(flex, "tau_within_arch_tb", targets), "",
            "## NAS-Bench-NLP, against −PTB test loss", "",
            "The recipe baselines (the cell's parameters, nodes and Linear nodes) need the recipe, which the release "
            "publishes for 275 of the 8,794 PTB runs, so every score is shown over those runs too. Cells: runs with an "

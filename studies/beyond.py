@@ -60,7 +60,8 @@ LIVE_PROXIES = (
 POOL = 10
 MAX_K = 4
 #: the metrics each row shows (names of nasbench_bert.metrics.METRICS)
-SHOWN = ("kendall_tau", "tau_tiebroken", "tau_within_cell", "tau_pw10", "partial_tau_arch", "spearman_rho")
+SHOWN = ("kendall_tau", "tau_tiebroken", "tau_within_cell", "tau_within_cell_tb", "tau_within_arch",
+         "tau_within_arch_tb", "tau_pw10", "spearman_rho")
 
 
 #: live values closer than this (relative to the larger) are one value: see :func:`snap_near_ties`
@@ -384,8 +385,9 @@ def _e(v: list[float], ci: bool = True) -> str:
 def _row(title: str, r: dict[str, Any]) -> list[str]:
     s, h = r["select"], r["held"]
     return [f"| {title} | {_e(s['tau_within_cell'], False)} / {_e(s['tau_tiebroken'], False)} | "
-            f"{_e(h['tau_within_cell'])} | {_e(h['tau_tiebroken'])} | {_e(h['kendall_tau'])} | "
-            f"{_e(h['partial_tau_arch'])} | {_e(h['tau_pw10'])} |"]
+            f"{_e(h['tau_within_cell'])} | {_e(h.get('tau_within_cell_tb', [None]))} | {_e(h['tau_tiebroken'])} | "
+            f"{_e(h['kendall_tau'])} | {_e(h.get('tau_within_arch', [None]))} | {_e(h.get('tau_within_arch_tb', [None]))} | "
+            f"{_e(h['tau_pw10'])} |"]
 
 
 def _findings(summary: dict[str, Any]) -> list[str]:
@@ -435,8 +437,9 @@ def render(summary: dict[str, Any]) -> str:
     atts = {a["key"]: a for a in summary["attempts"]}
     ch = atts[summary["chosen"]]
     h = ch["held"]
-    head = ["| score | ids 0-249: within-cell / tie-broken | ids 250-499: within-cell τ-b | tie-broken τ | τ-b | "
-            "partial τ (layers, hidden, heads) | 10 %-PW τ |", "|---|---|---|---|---|---|---|"]
+    head = ["| score | ids 0-249: within-cell / tie-broken | ids 250-499: within-cell τ-b | within-cell, tie-broken | "
+            "tie-broken τ | τ-b | within arch τ-b | within arch, tie-broken | 10 %-PW τ |",
+            "|---|---|---|---|---|---|---|---|---|"]
     lines = [
         "# Beyond the field: ranking inside the (layers, hidden size) cells",
         "",
@@ -477,8 +480,10 @@ def render(summary: dict[str, Any]) -> str:
         "",
         "Metrics (`nasbench_bert.metrics`, against the GLUE average): **within-cell τ** is scipy's τ-b pooled over "
         "the pairs in the same (layers, hidden size) cell; **tie-broken τ** is the expected τ-b when the score's "
-        "ties are broken uniformly at random (exact, no sampling); **τ-b** is scipy's; **partial τ** is given "
-        "layers, hidden size and total heads; **10 %-PW τ** is τ-b over pairs whose as-specified parameter counts "
+        "ties are broken uniformly at random (exact, no sampling), over all pairs or within cells; **τ-b** is "
+        "scipy's; **within arch** is τ over the pairs that share layers, hidden size and total heads (16 strata; "
+        "'–' for a score constant within every stratum), as τ-b and tie-broken; **10 %-PW τ** is τ-b over pairs "
+        "whose as-specified parameter counts "
         f"differ by less than 10 %. Intervals: 95 % percentile bootstrap over archs ({summary['bootstrap']} "
         f"resamples, seed {summary['seed']}). Archs per cell ((layers × 10⁴ + hidden): count): "
         + ", ".join(f"{k}: {v}" for k, v in summary["cells"].items()) + ".",

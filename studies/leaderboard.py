@@ -12,8 +12,9 @@ an hour for everything from scratch here, a minute when cached). Stored values a
 release's. Scores (``nasbench_bert.scoring.score``, 95 % bootstrap intervals over the
 500 ids): Kendall tau-b, the expected tau-b under random tie-breaking, Spearman rho,
 NSC's 10 %-PW tau (as-specified parameter count), the within-cell tau (pairs of one
-(layers, hidden size) cell), the partial tau given the as-trained parameter count and
-given (layers, hidden size, total heads), top-10 % precision, and the cost per arch. The
+(layers, hidden size) cell) and the within-arch tau (pairs of equal layers, hidden size
+and total heads), each as tau-b and tie-broken, Kendall's partial tau given the
+as-trained parameter count, top-10 % precision, and the cost per arch. The
 noise ceilings come from :func:`nasbench_bert.surrogate.noise.rank_ceilings`.
 """
 
@@ -177,9 +178,14 @@ def _fmt(v: Any, d: int = 3) -> str:
     return "" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f"{v:.{d}f}"
 
 
+#: the within-group columns of the table, in order (scoring.NEW_METRICS' cell and stratum figures)
+WITHIN = ("tau_within_cell", "tau_within_cell_tb", "tau_within_arch", "tau_within_arch_tb")
+
+
 def _ci(r: Any, col: str) -> str:
+    """'value [low, high]' (the value alone without an interval; empty where not defined)."""
     lo, hi = getattr(r, f"{col}_ci_low", np.nan), getattr(r, f"{col}_ci_high", np.nan)
-    return f"{_fmt(getattr(r, col))} [{_fmt(lo)}, {_fmt(hi)}]" if np.isfinite(lo) else _fmt(getattr(r, col))
+    return f"{_fmt(getattr(r, col, np.nan))} [{_fmt(lo)}, {_fmt(hi)}]" if np.isfinite(lo) else _fmt(getattr(r, col, np.nan))
 
 
 def _separation(values: dict[str, Any] | None) -> str:
@@ -213,10 +219,12 @@ def render(lb: pd.DataFrame, bootstrap: int, ceilings: dict[str, Any] | None = N
           "score's ties are broken at random: a rule with few distinct values (depth has two) earns τ-b from its "
           "ties, while a search that must pick one arch gets the tie-broken figure. *10 %-PW*: τ-b over the pairs "
           "whose as-specified parameter counts differ by less than 10 % (NSC's metric). *Within cell*: τ over the "
-          "pairs that share (layers, hidden size), where the trivial rules stop. *Partial τ | size*: Kendall's "
-          "partial τ given the as-trained parameter count; *partial τ | arch*: given layers, hidden size and total "
-          "heads (from the inverse τ-b matrix; for a score that is a function of the controls it is not zero, e.g. "
-          "`depth_then_width`, so no verdict rests on it).\n\n"]
+          "pairs that share (layers, hidden size), where the trivial rules stop. *Within arch* (`tau_within_arch`): "
+          "τ over the pairs that share layers, hidden size and total heads (16 strata), what a score orders among "
+          "archs of one coarse shape; a score constant within every stratum (every rule on those three, e.g. "
+          "`depth_then_width`) has none (empty cell), never a number. Both within-figures are given as τ-b and "
+          "tie-broken. *Partial τ | size*: Kendall's (1942) partial τ given the as-trained parameter count, τ less "
+          "what score and GLUE each share with the count (no interval in the table).\n\n"]
     md.append("## Verdict\n\n")
     free = lb[lb.source.isin(["live", "stored (release)"]) & ~lb.size_like]
     best_b = base.sort_values("tau_tiebroken", ascending=False).iloc[0] if len(base) else None
@@ -276,14 +284,15 @@ def render(lb: pd.DataFrame, bootstrap: int, ceilings: dict[str, Any] | None = N
     md.append("## Every proxy, every semantics\n\nSorted by τ-b. Size counts are marked (size); the trivial spec "
               "baselines are on the as-trained model.\n\n"
               "| rank | proxy | semantics | source | τ-b [95 % CI] | tie-broken τ [95 % CI] | ρ | 10 %-PW τ | "
-              "within cell [95 % CI] | partial τ given size | partial τ given arch | top-10 % | s / arch |\n"
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+              "within cell τ-b [95 % CI] | within cell, tie-broken [95 % CI] | within arch τ-b [95 % CI] | "
+              "within arch, tie-broken [95 % CI] | partial τ given size | top-10 % | s / arch |\n"
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     for i, r in enumerate(lb.itertuples(), 1):
         md.append(f"| {i} | {r.proxy}{' (size)' if r.size_like else ''} | {r.semantics} | {r.source} | "
                   f"{_ci(r, 'kendall_tau') if hasattr(r, 'kendall_tau_ci_low') else _fmt(r.kendall_tau) + f' [{_fmt(r.tau_ci_low)}, {_fmt(r.tau_ci_high)}]'} | "
                   f"{_ci(r, 'tau_tiebroken')} | {_fmt(r.spearman_rho)} | {_fmt(getattr(r, 'tau_pw10', np.nan))} | "
-                  f"{_ci(r, 'tau_within_cell')} | {_fmt(getattr(r, 'partial_tau_given_params', float('nan')))} | "
-                  f"{_fmt(getattr(r, 'partial_tau_arch', np.nan))} | {_fmt(r.top10_precision, 2)} | "
+                  + "".join(f"{_ci(r, m)} | " for m in WITHIN)
+                  + f"{_fmt(getattr(r, 'partial_tau_given_params', float('nan')))} | {_fmt(r.top10_precision, 2)} | "
                   f"{_fmt(r.seconds_per_arch, 4)} |\n")
     md.append("\n## Two transformer proxies, as implemented here\n\n"
               "* **W-PCA** (`w_pca`; Wang, ICLR 2025): the whole model's parameter count times the sum, over "

@@ -32,7 +32,10 @@ def _row(proxy, source, sem, tau, lo, hi, partial, plo=np.nan, phi=np.nan, size_
             "tau_ci_high": hi, "spearman_rho": tau + 0.1, "rho_ci_low": lo + 0.1, "rho_ci_high": hi + 0.1,
             "tau_tiebroken": tb, "tau_tiebroken_ci_low": tb - (tau - lo), "tau_tiebroken_ci_high": tb + (hi - tau),
             "tau_within_cell": wc, "tau_within_cell_ci_low": wc - 0.05, "tau_within_cell_ci_high": wc + 0.05,
-            "tau_pw10": 0.2, "partial_tau_arch": 0.05,
+            "tau_within_cell_tb": wc - 0.01, "tau_within_cell_tb_ci_low": wc - 0.06, "tau_within_cell_tb_ci_high": wc + 0.04,
+            "tau_within_arch": wc - 0.02, "tau_within_arch_ci_low": wc - 0.07, "tau_within_arch_ci_high": wc + 0.03,
+            "tau_within_arch_tb": wc - 0.03, "tau_within_arch_tb_ci_low": wc - 0.08, "tau_within_arch_tb_ci_high": wc + 0.02,
+            "tau_pw10": 0.2,
             "partial_tau_given_params": partial, "top10_precision": 0.3, "seconds_per_arch": 0.5,
             "batch": "random,B=8,T=128,seed=0", "size_like": size_like, "partial_ci_low": plo, "partial_ci_high": phi}
 
@@ -56,6 +59,15 @@ def test_verdict_puts_the_trivial_rule_beside_the_best_proxy():
     assert "within cells under Gaussian run-to-run noise at the 9 exact repeats' σ = 0.603" in md and "0.620 [0.590" in md
     assert "None is distinguishable from zero" in md
     assert "num_params_as_trained (size)" in md  # size counts are marked in the table
+    # the within-group columns in both forms, each column once, no partial τ given the arch
+    head = next(line for line in md.splitlines() if line.startswith("| rank |")).split(" | ")
+    assert len(head) == len(set(head))
+    for words in ("within cell τ-b [95 % CI]", "within cell, tie-broken [95 % CI]", "within arch τ-b [95 % CI]",
+                  "within arch, tie-broken [95 % CI]", "partial τ given size"):
+        assert words in head, words
+    assert not any("given arch" in h for h in head)
+    hc = next(line for line in md.splitlines() if "| head_confidence |" in line)
+    assert "| 0.200 [0.150, 0.250] | 0.190 [0.140, 0.240] |" in hc  # within arch τ-b, then tie-broken
 
 
 def test_verdict_says_so_when_a_proxy_clears_the_rule():
