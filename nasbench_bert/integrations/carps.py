@@ -62,7 +62,7 @@ from ConfigSpace import Categorical, Configuration, ConfigurationSpace
 from ..checks import check_choice, check_seed
 from ..errors import InvalidArgumentError
 from ..spaces.flexibert import FLEXIBERT_SPACE, Arch
-from ..vocabulary import DATASETS, FINAL_TEST_LOSS
+from ..vocabulary import DATASETS, FINAL_TEST_LOSS, BenchmarkLike
 from .configspace import as_cost, configuration_to_arch
 
 #: CARP-S's ``benchmark_id`` of every task here (the folder of the task configs)
@@ -80,10 +80,10 @@ CONFIG_ROOT = Path(__file__).resolve().parent / "carps_configs"
 #: hydra's search-path entry a CARP-S user adds to find the task configs
 SEARCHPATH = "pkg://nasbench_bert.integrations.carps_configs"
 
-_BENCHES: dict[str | None, Any] = {}
+_BENCHES: dict[str | None, BenchmarkLike] = {}
 
 
-def load_bench(data: str | None = None) -> Any:
+def load_bench(data: str | None = None) -> BenchmarkLike:
     """``Benchmark.load(data)``, cached per ``data`` within the process: a hydra multirun
     instantiates each task's space and objective function in one process, and they must
     read one table (and fit or load one surrogate) rather than one each."""
@@ -109,13 +109,13 @@ def _config_value(config: Configuration | Mapping[str, Any], name: str) -> Any:
     return d[name]
 
 
-def evaluated_archs(bench: Any) -> list[Arch]:
+def evaluated_archs(bench: BenchmarkLike) -> list[Arch]:
     """FlexiBERT-500's distinct archs in id order (491: nine archs were trained twice;
     ``bench.query`` answers an arch with its first run)."""
     return list(dict.fromkeys(bench.archs))
 
 
-def nlp_recipe_ids(bench: Any, dataset: str = "ptb") -> list[int]:
+def nlp_recipe_ids(bench: BenchmarkLike, dataset: str = "ptb") -> list[int]:
     """The recipe ids of ``dataset``'s runs with a finite final test loss, sorted (the
     space of :func:`~.optuna.run_optuna_nlp` and of the NAS-Bench-NLP syne-tune blackbox)."""
     check_choice("dataset", dataset, DATASETS)
@@ -140,13 +140,13 @@ def task_space(task: str, seed: int = 0, data: str | None = None) -> Configurati
     return recipe_space(load_bench(data), TASKS[task]["dataset"], seed)
 
 
-def evaluated_space(bench: Any, seed: int = 0) -> ConfigurationSpace:
+def evaluated_space(bench: BenchmarkLike, seed: int = 0) -> ConfigurationSpace:
     """One categorical ``arch`` over FlexiBERT-500's distinct archs (canonical strings, id order)."""
     return ConfigurationSpace(name="flexibert500_archs", seed=_seed(seed),
                               space=[Categorical(ARCH_HP, [str(a) for a in evaluated_archs(bench)])])
 
 
-def recipe_space(bench: Any, dataset: str = "ptb", seed: int = 0) -> ConfigurationSpace:
+def recipe_space(bench: BenchmarkLike, dataset: str = "ptb", seed: int = 0) -> ConfigurationSpace:
     """One categorical ``recipe_id`` over NAS-Bench-NLP ``dataset``'s runs with a finite test loss."""
     return ConfigurationSpace(name=f"nlp_{dataset}_recipes", seed=_seed(seed),
                               space=[Categorical(RECIPE_HP, nlp_recipe_ids(bench, dataset))])
