@@ -30,12 +30,16 @@ def test_flexibert_figures_are_recomputed(bench, summary):
     assert set(rows) == set(now.index)
     for key in [("depth_then_width", "glue"), ("nsc", "glue"), ("param_count", "rte"), ("head_confidence", "cola"),
                 ("depth_width_then_size", "stsb"), ("zerolm", "mnli")]:
-        for col in ("kendall_tau", "tau_tiebroken", "tau_pw10", "tau_within_cell", "spearman_rho"):
+        for col in ("kendall_tau", "tau_tiebroken", "tau_pw10", "tau_within_cell", "tau_within_cell_tb", "tau_within_arch",
+                    "tau_within_arch_tb", "spearman_rho"):
             want, got = rows[key][col], now.loc[key, col]
             assert (pd.isna(want) and pd.isna(got)) or got == pytest.approx(want, abs=1e-12), (key, col)
     # the published closed form reproduces its authors' figure; depth is what the rules know
     assert rows[("nsc", "glue")]["kendall_tau"] == pytest.approx(0.695, abs=5e-4)
     assert rows[("depth", "glue")]["kendall_tau"] == pytest.approx(0.682, abs=5e-4)
+    # a rule on (layers, hidden size) orders no pair of one stratum: no within-arch τ, in either form
+    assert pd.isna(rows[("depth_then_width", "glue")]["tau_within_arch"])
+    assert pd.isna(rows[("depth_then_width", "glue")]["tau_within_arch_tb"])
 
 
 def test_nlp_figures_are_recomputed(bench, summary):
