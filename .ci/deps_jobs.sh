@@ -7,7 +7,8 @@
 #                                   # from it, and the one-line error of a torch-only import
 #   bash .ci/deps_jobs.sh lowest    # the lowest versions pyproject.toml declares (uv, lowest-direct),
 #                                   # then the lookup, scoring and search tests
-#   bash .ci/deps_jobs.sh newest    # the same tests on the newest Debian Python apt offers, with
+#   bash .ci/deps_jobs.sh newest    # the same tests on the newest Python the machine offers (apt's
+#                                   # Debian Python or, where newer, the image's pyenv builds), with
 #                                   # the newest releases the ranges allow (uv, highest)
 #   bash .ci/deps_jobs.sh all       # the three (the default)
 #
@@ -142,10 +143,23 @@ debian_python() {  # the newest pythonX.Y-venv apt offers, installed; prints /us
     return 1
 }
 
+newest_python() {  # the newest Python on this machine: apt's (installed by debian_python) or the image's pyenv builds
+    local best best_v py v
+    best=$(debian_python) || return 1
+    best_v=$("$best" -c 'import sys; print(sys.version_info[0] * 100 + sys.version_info[1])')
+    for py in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.*/bin/python3; do
+        [ -x "$py" ] || continue
+        v=$("$py" -c 'import sys; print(sys.version_info[0] * 100 + sys.version_info[1])' 2>/dev/null) || continue
+        if (( v > best_v )); then best=$py; best_v=$v; fi
+    done
+    echo "deps_jobs: the newest job runs on $("$best" --version) ($best)" >&2
+    echo "$best"
+}
+
 job_newest() {
     tools
     local py
-    py=$(debian_python)
+    py=$(newest_python)
     # no torch: its range holds one release, which the lowest job and the main venv test;
     # pip would fetch the multi-GB CUDA build where this machine has no CPU wheel for $py
     timed install_deps .venv-newest "$py" highest no

@@ -31,20 +31,21 @@ def _tracked(*folders: str) -> list[str]:
 
 def contents(dist: Path) -> None:
     """The sdist holds what a build needs (the package, builders/ and schemas/, mapped into the
-    package by pyproject.toml); the wheel holds every module, py.typed and the schemas' JSON,
+    package by pyproject.toml, and the LICENSE); the wheel holds every module, py.typed, the
+    schemas' JSON, the CARP-S task configs and the LICENSE,
     under one import name, and declares the ranges pyproject.toml declares."""
     (sdist,) = dist.glob("nasbench_bert-*.tar.gz")
     (wheel,) = dist.glob("nasbench_bert-*.whl")
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     tracked = [p for p in _tracked("nasbench_bert", "builders", "schemas")
-               if p.endswith((".py", ".json")) or p == "nasbench_bert/py.typed"]
+               if p.endswith((".py", ".json", ".yaml")) or p == "nasbench_bert/py.typed"]
     if not any(p.startswith("builders/") for p in tracked) or not any(p.endswith(".schema.json") for p in tracked):
         _fail(f"git ls-files found no builders/ or schemas/ files in {ROOT}")
 
     with tarfile.open(sdist) as t:
         prefix = f"nasbench_bert-{project['version']}/"
         in_sdist = {n[len(prefix):] for n in t.getnames() if n.startswith(prefix)}
-    need = set(tracked) | {"pyproject.toml", "README.md", "PKG-INFO"}
+    need = set(tracked) | {"pyproject.toml", "README.md", "LICENSE", "PKG-INFO"}
     if missing := sorted(need - in_sdist):
         _fail(f"{sdist.name} lacks {missing}")
 
@@ -72,6 +73,8 @@ def contents(dist: Path) -> None:
     declared = {key(Requirement(d)) for d in project["dependencies"]}
     if requires != declared:
         _fail(f"wheel METADATA Requires-Dist {sorted(requires)} != pyproject.toml dependencies {sorted(declared)}")
+    if "License-File: LICENSE" not in meta or f"nasbench_bert-{project['version']}.dist-info/licenses/LICENSE" not in names:
+        _fail(f"{wheel.name} does not carry the LICENSE file (pyproject.toml's license-files)")
     if f"Requires-Python: {project['requires-python']}" not in meta:
         _fail(f"wheel METADATA lacks Requires-Python: {project['requires-python']}")
     print(f"dist_check: {sdist.name} ({len(in_sdist)} files) and {wheel.name} ({len(names)} files) hold the "
