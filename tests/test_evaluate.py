@@ -27,7 +27,7 @@ from nasbench_bert.models.nlp_rnn import build_nlp_rnn  # noqa: E402
 from nasbench_bert.proxies import registry  # noqa: E402
 from nasbench_bert.evaluation import nlp_runs  # noqa: E402
 from nasbench_bert.proxies.inputs import make_batch  # noqa: E402
-from nasbench_bert.proxies.sweep import default_batch  # noqa: E402
+from nasbench_bert.proxies.sweep import WORKER_THREADS, default_batch, torch_threads  # noqa: E402
 from nasbench_bert.semantics import get_semantics  # noqa: E402
 from nasbench_bert.spaces.nlp import parse_recipe  # noqa: E402
 
@@ -125,7 +125,9 @@ def test_callable_gets_the_semantics_model_and_batch(bench):
         batch = make_batch(default_batch("flexibert", **SMALL))
         for i in ids:
             m = build_flexibert(bench.query(i, charge=False).arch, s, seed=0).train(s.protocol.train_mode)
-            with torch.random.fork_rng(devices=[]):
+            # the sweep computes every model under WORKER_THREADS torch threads, so the
+            # reference does too (the sum of outputs cancels: its last bits follow the count)
+            with torch.random.fork_rng(devices=[]), torch_threads(WORKER_THREADS):
                 torch.manual_seed(0)
                 want = float(out_sum(m, batch))
             got = v[(v.benchmark == "flexibert") & (v.semantics == sem) & (v.id == i)][res.proxy].item()
@@ -133,7 +135,8 @@ def test_callable_gets_the_semantics_model_and_batch(bench):
     runs = nlp_runs(bench).iloc[pos]
     nb = make_batch(default_batch("nlp", **SMALL))
     for r in runs.itertuples():
-        want = float(out_sum(build_nlp_rnn(parse_recipe(r.recipe), 10_000, seed=0).eval(), nb))
+        with torch_threads(WORKER_THREADS):
+            want = float(out_sum(build_nlp_rnn(parse_recipe(r.recipe), 10_000, seed=0).eval(), nb))
         got = v[(v.benchmark == "nlp") & (v.log_name == r.log_name)][res.proxy].to_numpy()
         assert (got == want).all()  # both semantics: the language model is the same
     assert any("computed once" in n for n in res.notes)
