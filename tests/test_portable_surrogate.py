@@ -85,6 +85,7 @@ def test_the_file_is_plain_arrays_and_every_field_is_documented(pinned):
     assert names == sorted(names)
 
 
+@pytest.mark.slow  # a second full fit (~45 s); CI's slow step runs it
 def test_a_refit_on_the_same_data_writes_the_same_bytes(pinned):
     """The build path (write_artifacts, as `build-data` runs it) refits and pins the file
     again: same bytes, same sha256 in the manifest."""
