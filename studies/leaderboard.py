@@ -56,7 +56,7 @@ PUBLISHED: list[dict[str, Any]] = [
 NEW = ["w_pca", "nonembedding_params"]
 
 
-def _live(bench: Any, sem: str, cache: Path) -> pd.DataFrame:
+def _live(bench: Any, sem: str, cache: Path, jobs: int = 1) -> pd.DataFrame:
     from nasbench_bert import proxies
 
     # the training-free proxies of the seed paper and ETAS, and the size counts: the published
@@ -65,9 +65,10 @@ def _live(bench: Any, sem: str, cache: Path) -> pd.DataFrame:
     names = "paper" if sem == "authors" else [
         p.name for p in proxies.get("flexibert", "all")
         if p.name not in NEW and not p.analytic and not p.model_only and "published" not in p.group] + ["ntsr"]
-    old = proxies.compute(range(len(bench)), names, semantics=sem, bench=bench, cache=cache / sem, progress=True)
+    old = proxies.compute(range(len(bench)), names, semantics=sem, bench=bench, cache=cache / sem, progress=True,
+                          jobs=jobs)
     new = proxies.compute(range(len(bench)), NEW, semantics=sem, bench=bench, cache=cache / f"leaderboard-{sem}",
-                          progress=True)
+                          progress=True, jobs=jobs)
     # cached rows of the other proxies may carry older versions of the new ones: the new cache wins
     old = old.drop(columns=[c for c in old.columns if c.split("__")[0] in NEW])
     keep = [c for c in new.columns if c in NEW or c.endswith("__seconds") or c == "seconds_pass"]
@@ -95,13 +96,13 @@ def _analytic_cost() -> float:
     return (time.perf_counter() - t) / len(archs)
 
 
-def leaderboard(bench: Any, cache: Path, bootstrap: int = 1000) -> pd.DataFrame:
+def leaderboard(bench: Any, cache: Path, bootstrap: int = 1000, jobs: int = 1) -> pd.DataFrame:
     from nasbench_bert.scoring import score, score_stored
 
     rows = []
     frames: dict[str, pd.DataFrame] = {}
     for sem in ("as_trained", "as_specified", "authors"):
-        df = _live(bench, sem, cache)
+        df = _live(bench, sem, cache, jobs)
         frames[sem] = df
         cols = [c for c in df.columns if c not in ("id", "arch") and "__" not in c and not c.startswith("seconds")
                 and not c.endswith("_dup") and pd.api.types.is_numeric_dtype(df[c]) and c not in ("seed", "cached")]
@@ -304,13 +305,13 @@ def render(lb: pd.DataFrame, bootstrap: int, ceilings: dict[str, Any] | None = N
     return "".join(md)
 
 
-def best_proxy_depth_ranges(bench: Any, lb: pd.DataFrame, cache: Path) -> dict[str, Any] | None:
+def best_proxy_depth_ranges(bench: Any, lb: pd.DataFrame, cache: Path, jobs: int = 1) -> dict[str, Any] | None:
     """(min, max) per depth of the best live training-free proxy by tie-broken tau."""
     free = lb[(lb.source == "live") & ~lb.size_like].sort_values("tau_tiebroken", ascending=False)
     if not len(free):
         return None
     r = free.iloc[0]
-    df = _live(bench, r.semantics, cache)
+    df = _live(bench, r.semantics, cache, jobs)
     flex = bench.to_pandas().set_index("id")
     depth = flex.loc[df["id"], "num_layers"].to_numpy()
     v = df[r.proxy].to_numpy(float)
@@ -336,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="docs/leaderboard.md")
     ap.add_argument("--cache", default="data/proxy-cache")
     ap.add_argument("--bootstrap", type=int, default=1000)
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes for the live sweep (values do not depend on it)")
     ap.add_argument("--render-only", action="store_true", help="rewrite the page from its JSON; compute nothing")
     a = ap.parse_args(argv)
     out = Path(a.out)
@@ -348,11 +350,11 @@ def main(argv: list[str] | None = None) -> int:
         from studies.pages import provenance
 
         bench = Benchmark.load(progress=False)
-        lb = leaderboard(bench, Path(a.cache), a.bootstrap)
+        lb = leaderboard(bench, Path(a.cache), a.bootstrap, a.jobs)
         live = lb[lb.source == "live"]
         stored = {"leaderboard": lb.drop(columns=["batch"], errors="ignore").to_dict(orient="records"),
                   "published": PUBLISHED, "ceilings": rank_ceilings(bench, reps=100),
-                  "best_proxy_depth_ranges": best_proxy_depth_ranges(bench, lb, Path(a.cache)),
+                  "best_proxy_depth_ranges": best_proxy_depth_ranges(bench, lb, Path(a.cache), a.jobs),
                   "bootstrap": a.bootstrap, "machine": _machine(),
                   "live_batch": str(live.batch.iloc[0]) if len(live) else "",
                   "provenance": provenance("python -m studies.leaderboard", bench, ids="0-499", bootstrap=a.bootstrap,
