@@ -102,7 +102,10 @@ def test_pretraining_loss_falls(corpus):
     assert r.tokens_per_second > 0
 
 
-def _pretrain_child(corpus: str, workdir: str) -> None:
+def _pretrain_child(corpus: str, workdir: str, threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)  # the parent's count: losses are bit-equal only under the same count
     pretrain(ARCH, PretrainConfig(**{**TINY_PRE, "steps": 60, "checkpoint_every": 10, "corpus": corpus}), workdir=workdir)
 
 
@@ -112,7 +115,7 @@ def test_kill_and_resume_gives_the_same_losses(corpus, tmp_path):
     ref = pretrain(ARCH, cfg).losses
     wd = tmp_path / "wd"
     code = ("import sys; sys.path.insert(0, 'tests'); from test_builders import _pretrain_child; "
-            f"_pretrain_child({corpus!r}, {str(wd)!r})")
+            f"_pretrain_child({corpus!r}, {str(wd)!r}, {torch.get_num_threads()})")  # a child's own count can differ
     p = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
     deadline = time.time() + 300
     while time.time() < deadline and not list((wd / "checkpoints").glob("step-0000002*.pt")):
