@@ -31,8 +31,8 @@ def _tracked(*folders: str) -> list[str]:
 
 def contents(dist: Path) -> None:
     """The sdist holds what a build needs (the package, builders/ and schemas/, mapped into the
-    package by pyproject.toml, and the LICENSE); the wheel holds every module, py.typed, the
-    schemas' JSON, the CARP-S task configs and the LICENSE,
+    package by pyproject.toml); the wheel holds every module, py.typed, the schemas'
+    JSON and the CARP-S task configs,
     under one import name, and declares the ranges pyproject.toml declares."""
     (sdist,) = dist.glob("nasbench_bert-*.tar.gz")
     (wheel,) = dist.glob("nasbench_bert-*.whl")
@@ -45,7 +45,7 @@ def contents(dist: Path) -> None:
     with tarfile.open(sdist) as t:
         prefix = f"nasbench_bert-{project['version']}/"
         in_sdist = {n[len(prefix):] for n in t.getnames() if n.startswith(prefix)}
-    need = set(tracked) | {"pyproject.toml", "README.md", "LICENSE", "PKG-INFO"}
+    need = set(tracked) | {"pyproject.toml", "README.md", "PKG-INFO"}
     if missing := sorted(need - in_sdist):
         _fail(f"{sdist.name} lacks {missing}")
 
@@ -73,8 +73,6 @@ def contents(dist: Path) -> None:
     declared = {key(Requirement(d)) for d in project["dependencies"]}
     if requires != declared:
         _fail(f"wheel METADATA Requires-Dist {sorted(requires)} != pyproject.toml dependencies {sorted(declared)}")
-    if "License-File: LICENSE" not in meta or f"nasbench_bert-{project['version']}.dist-info/licenses/LICENSE" not in names:
-        _fail(f"{wheel.name} does not carry the LICENSE file (pyproject.toml's license-files)")
     if f"Requires-Python: {project['requires-python']}" not in meta:
         _fail(f"wheel METADATA lacks Requires-Python: {project['requires-python']}")
     print(f"dist_check: {sdist.name} ({len(in_sdist)} files) and {wheel.name} ({len(names)} files) hold the "
