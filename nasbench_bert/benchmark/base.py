@@ -128,6 +128,9 @@ class TabularBenchmark(ABC, Generic[R]):
             return False
         return True
 
+    #: whether ``objectives`` answers per dataset (NAS-Bench-NLP) rather than per objective
+    _objectives_per_dataset: bool = False
+
     @cached_property
     def objectives(self) -> Mapping[str, Any]:
         """Task metadata per objective - direction, bounds, best value in the table, noise
@@ -136,7 +139,7 @@ class TabularBenchmark(ABC, Generic[R]):
         answers per dataset: ``bench.nlp.objectives["ptb"]["test_loss"]``."""
         from .objectives import objectives_of
 
-        return objectives_of(self)
+        return objectives_of(self, nlp=self._objectives_per_dataset)
 
     # -- budget --------------------------------------------------------------------------
     def reset_budget(self) -> None:

@@ -30,6 +30,8 @@ class NLPBenchmark(TabularBenchmark[NLPResult]):
     also has a WikiText-2 log. The "table" of the shared base is the dataset name.
     """
 
+    _objectives_per_dataset = True  # bench.nlp.objectives["ptb"]["test_loss"]
+
     def __init__(self, data: DataDir, budget: Budget | None = None):
         super().__init__(data, budget)
         self._frames: dict[str, pd.DataFrame] = {}

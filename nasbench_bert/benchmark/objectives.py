@@ -23,7 +23,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -31,9 +31,6 @@ import pandas as pd
 from ..data.tables import GLUE_TASKS
 from ..errors import DataIntegrityError, InvalidArgumentError
 from ..vocabulary import BenchmarkLike, NLPBenchmarkLike
-
-if TYPE_CHECKING:
-    from .base import TabularBenchmark
 
 #: the ``format`` field of objectives.json, and the layout version this package reads
 FORMAT = "nasbench-bert-objectives"
@@ -241,20 +238,21 @@ def from_json(payload: bytes | str, where: str = "objectives.json") -> dict[str,
         raise DataIntegrityError(f"{where}: {type(e).__name__}: {e}") from None
 
 
-def objectives_of(bench: "TabularBenchmark[Any]") -> Mapping[str, Any]:
+def objectives_of(bench: Any, nlp: bool) -> Mapping[str, Any]:
     """What ``bench.objectives`` returns: FlexiBERT's objectives by name, or for
     NAS-Bench-NLP ``{"ptb": {...}, "wikitext2": {...}}``; from the data release's
-    objectives.json when it has one (sha256-checked), else computed from the tables."""
+    objectives.json when it has one (sha256-checked), else computed from the tables.
+    ``nlp`` says which of the two ``bench`` is (the benchmark classes pass it, so this
+    module imports neither of them)."""
     from ..data.artifacts import artifact_entry, read_artifact
-    from .nlp import NLPBenchmark
 
     payload = read_artifact(bench.data, "objectives")
     if payload is not None:
         sections = from_json(payload, str(bench.data.path / artifact_entry(bench.data, "objectives")["file"]))  # type: ignore[index]
-    elif isinstance(bench, NLPBenchmark):
+    elif nlp:
         sections = {"nlp_ptb": nlp_objectives(bench, "ptb"), "nlp_wikitext2": nlp_objectives(bench, "wikitext2")}
     else:
         sections = {"flexibert": flexibert_objectives(bench)}
-    if isinstance(bench, NLPBenchmark):
+    if nlp:
         return MappingProxyType({d: MappingProxyType(sections[f"nlp_{d}"]) for d in ("ptb", "wikitext2")})
     return MappingProxyType(sections["flexibert"])
