@@ -238,7 +238,7 @@ def from_json(payload: bytes | str, where: str = "objectives.json") -> dict[str,
         raise DataIntegrityError(f"{where}: {type(e).__name__}: {e}") from None
 
 
-def objectives_of(bench: Any, nlp: bool) -> Mapping[str, Any]:
+def objectives_of(bench: "BenchmarkLike | NLPBenchmarkLike", nlp: bool) -> Mapping[str, Any]:
     """What ``bench.objectives`` returns: FlexiBERT's objectives by name, or for
     NAS-Bench-NLP ``{"ptb": {...}, "wikitext2": {...}}``; from the data release's
     objectives.json when it has one (sha256-checked), else computed from the tables.
