@@ -51,7 +51,10 @@ def carps_data(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
 
     out = tmp_path_factory.mktemp("carps-data") / "data"
     shutil.copytree(data_dir, out)
-    write_artifacts(out, surrogate=True)
+    from nasbench_bert import Benchmark
+    from nasbench_bert.data.tables import DataDir
+
+    write_artifacts(Benchmark(DataDir.open(out)), surrogate=True)
     return out
 
 

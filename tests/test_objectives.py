@@ -62,7 +62,9 @@ def test_json_round_trip_and_the_release_file(bench, tmp_path):
     # the data release's objectives.json: listed in the manifest, read back equal to the computed metadata
     root = tmp_path / "data"
     build_tables(UPSTREAM, root, progress=False)
-    entry = write_artifacts(root, surrogate=False)["objectives"]
+    from nasbench_bert.data.tables import DataDir
+
+    entry = write_artifacts(Benchmark(DataDir.open(root)), surrogate=False)["objectives"]
     loaded = Benchmark.load(str(root))
     assert loaded.data.manifest["artifacts"]["objectives"] == entry
     assert dict(loaded.objectives) == dict(bench.objectives)

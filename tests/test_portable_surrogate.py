@@ -92,7 +92,9 @@ def test_a_refit_on_the_same_data_writes_the_same_bytes(pinned):
     from nasbench_bert.surrogate.portable import write_artifacts
 
     root, _, payload = pinned
-    entries = write_artifacts(root)
+    from nasbench_bert import Benchmark
+
+    entries = write_artifacts(Benchmark(DataDir.open(root)))
     assert entries["surrogate"]["sha256"] == hashlib.sha256(payload).hexdigest()
     d = DataDir.open(root)
     assert (d.path / entries["surrogate"]["file"]).read_bytes() == payload

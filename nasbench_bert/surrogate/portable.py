@@ -249,22 +249,19 @@ def load(bench: "BenchmarkLike", payload: bytes | str | Path, *, sha256: str | N
     return Surrogate(bench, meta["family"], meta["features"], model=model)
 
 
-def write_artifacts(data: "str | Path", *, surrogate: bool = True) -> dict[str, dict[str, Any]]:
-    """Add the release artifacts to the built tables in ``data`` (a data folder or its
-    version folder): ``objectives-v1.json`` (:mod:`nasbench_bert.benchmark.objectives`)
+def write_artifacts(bench: BenchmarkLike, *, surrogate: bool = True) -> dict[str, dict[str, Any]]:
+    """Add the release artifacts to the built tables ``bench`` reads (``bench.data``, the
+    caller's ``Benchmark`` over that folder, so this layer never builds a benchmark itself): ``objectives-v1.json`` (:mod:`nasbench_bert.benchmark.objectives`)
     and, unless ``surrogate=False``, the default surrogate fitted on the table and
     written as its portable file. Each is listed in the manifest with its sha256
     (:func:`nasbench_bert.data.artifacts.add_artifact`). Called by ``nasbench-bert
     build-data`` after the tables are written, and by ``build-surrogate``: the data
     layer that writes the tables never imports the surrogate. Returns the entries."""
     from ..benchmark import objectives
-    from ..benchmark.flexibert import Benchmark
     from ..data.artifacts import add_artifact
-    from ..data.tables import DataDir
     from . import DEFAULT_FAMILY
 
-    d = DataDir.open(data)
-    bench = Benchmark(d)
+    d = bench.data
     out = {"objectives": add_artifact(d, "objectives", objectives.FILE,
                                       objectives.to_json(objectives.release_objectives(bench)),
                                       format=objectives.FORMAT, format_version=objectives.FORMAT_VERSION)}
