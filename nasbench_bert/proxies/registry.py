@@ -51,8 +51,9 @@ NEEDS = frozenset({
 })
 #: the group names :func:`get` accepts besides proxy names
 #: (the seed paper's set, ETAS's, the size and trivial spec baselines, and the published
-#: proxies of later papers: :mod:`.nsc`, :mod:`.lpzero`, :mod:`.swap`)
-GROUPS: tuple[str, ...] = ("paper", "etas", "baseline", "trivial", "published")
+#: proxies of later papers: :mod:`.nsc`, :mod:`.lpzero`, :mod:`.swap`; and the field's standard
+#: set, NAS-Bench-Suite-Zero's measures plus ZiCo and MeCo)
+GROUPS: tuple[str, ...] = ("paper", "etas", "baseline", "trivial", "published", "standard")
 #: the search spaces a proxy is registered for (the package vocabulary's; the keys of
 #: proxies.spaces.PROXY_SPACES too)
 SPACES: tuple[str, ...] = _SPACES
