@@ -105,6 +105,7 @@ class ProxyTask:
     seed: int
     dtype: str
     threads: int  # torch intra-op threads the worker computes with (WORKER_THREADS)
+    refresh: bool = False  # compute again whatever the cache holds (compute(refresh=True))
 
     def identity(self) -> list[Any]:
         return [self.ident["arch"], self.semantics.key, self.seed, self.spec.key, self.objective, self.dtype]
@@ -114,7 +115,12 @@ class ProxyTask:
                 "dtype": self.dtype, "seed": self.seed, "batch": self.spec.key, "threads": self.threads}
 
     def accepts(self, row: dict[str, Any]) -> bool:
-        """Every proxy asked for is in the row, at its current version."""
+        """Every proxy asked for is in the row, at its current version, without an error
+        (a proxy that raised on this arch is tried again on the next run: its failure may
+        have been the code's, since fixed, and is reported, never served as a value);
+        nothing is accepted under ``refresh``."""
+        if self.refresh or any(isinstance(row.get(f"{n}__error"), str) for n in self.names):
+            return False
         try:
             stored = json.loads(row.get("proxy_versions") or "{}")
         except (TypeError, ValueError):
@@ -208,6 +214,7 @@ def compute(
     executor: Executor = "local",
     ray_address: str | None = None,
     slurm: SlurmResources | None = None,
+    refresh: bool = False,
 ) -> pd.DataFrame:
     """Compute proxies for ``archs``; one row per arch.
 
@@ -246,13 +253,17 @@ def compute(
     so a sweep killed anywhere resumes from the cache. Every arch is computed with
     :data:`WORKER_THREADS` torch thread(s) whichever executor runs it (this process's own
     count is restored afterwards), so a value is the same bits from every executor and
-    process, and a cache never mixes values from different thread counts.
+    process, and a cache never mixes values from different thread counts. A part whose
+    proxy raised is not reused (the next call tries it again); ``refresh=True`` reuses
+    no part and overwrites them.
     """
     adapter = proxy_space(space)
     res = check_slurm(check_executor(executor, ray_address), slurm)
     st = _settings(space, semantics, seed, batch, protocol)
     dtype = check_choice("dtype", dtype, DTYPES)
     jobs = check_int("jobs", jobs, low=1)
+    if not isinstance(refresh, bool):
+        raise InvalidArgumentError(f"refresh = {refresh!r} is not allowed; allowed: True or False")
     if isinstance(archs, (str, bytes, dict)) or not isinstance(archs, Iterable):
         raise InvalidArgumentError(f"archs = {archs!r} is not allowed; allowed: a list of archs (ids, Arch, strings, "
                                    "release dicts; NLP: recipes or (label, recipe) pairs)")
@@ -263,7 +274,7 @@ def compute(
     names = tuple(p.name for p in plist)
     versions = json.dumps({p.name: p.version for p in plist}, sort_keys=True)
     tasks = [ProxyTask(space, ident, key, names, versions, st.spec, st.semantics, st.objective, st.seed, dtype,
-                       WORKER_THREADS) for ident, key in items]
+                       WORKER_THREADS, refresh) for ident, key in items]
     how = SweepRun(executor, jobs, ray_address, slurm=res,
                    label=(lambda todo, hits: f"{space} proxies ({todo} to compute, {hits} cached)") if progress else None)
     done = run_sweep(_work, tasks, cache_parts, _finish, how)
