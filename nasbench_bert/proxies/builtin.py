@@ -8,4 +8,4 @@ spec baselines) does not, and :mod:`nasbench_bert.scoring` imports it alone.
 
 from __future__ import annotations
 
-from . import baselines, bert, callables, lpzero, nsc, published, rnn, swap  # noqa: F401  (each registers on import)
+from . import baselines, bert, callables, lpzero, meco, nsc, published, rnn, standard, swap, zico  # noqa: F401  (each registers on import)
