@@ -495,7 +495,9 @@ def cmd_proxies_evaluate(args: argparse.Namespace) -> None:
                    higher_is_better=not args.lower_is_better, dedupe=not args.no_dedupe, cache=args.cache, jobs=args.jobs,
                    executor=args.executor, ray_address=args.ray_address, slurm=slurm_resources(args),
                    progress=not args.quiet, batch=batch or None,
-                   seed=args.seed, dtype=args.dtype, bootstrap=args.bootstrap, bench=bench)
+                   seed=args.seed, dtype=args.dtype, bootstrap=args.bootstrap, bench=bench, report=args.report)
+    if args.report is not None:
+        err_console.print(f"wrote the report to {args.report}")
     text = _EVALUATION_FORMATS[fmt](res)
     if args.out is None:
         print(text)
@@ -759,6 +761,8 @@ def _add_proxies_evaluate(psub: Any) -> None:
     pv.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples for the confidence intervals")
     pv.add_argument("--out", default=None, help="result file (.md, .csv or .json), written atomically (default: stdout)")
     pv.add_argument("--format", default=None, choices=["md", "csv", "json"], help="output format (default: from --out, else md)")
+    pv.add_argument("--report", default=None, help="also write a paper-ready report to this folder (table.md, table.tex, "
+                                                   "scatter.png, cells.png, values.parquet; needs matplotlib)")
     pv.set_defaults(fn=cmd_proxies_evaluate)
 
 

@@ -52,6 +52,7 @@ from .proxies import registry
 from .proxies.baselines import analytic_values, trivial_names
 from .proxies.callables import ProxyReturnError, register_callable
 from .proxies.inputs import BatchSpec
+from .report import Provenance, check_report_dir, write_report
 
 #: the benchmarks :func:`evaluate` can rank on (the search spaces)
 BENCHMARKS: tuple[str, ...] = SPACES
@@ -359,6 +360,7 @@ def evaluate(
     dtype: str = "float32",
     bootstrap: int = 200,
     bench: BenchmarkLike | None = None,
+    report: str | os.PathLike[str] | None = None,
 ) -> Evaluation:
     """Rank ``proxy`` on the benchmarks beside the trivial baselines and the published
     analytic scores, with every metric of :mod:`nasbench_bert.scoring`.
@@ -384,6 +386,8 @@ def evaluate(
     ``batch``: BatchSpec fields for every benchmark, or ``{benchmark: fields or
     BatchSpec}``. ``bootstrap``/``seed``: the intervals' resamples and the proxy seed.
     ``bench``: the benchmark; without one it is loaded here (``Benchmark.load``), once.
+    ``report``: a folder to write the paper-ready report to (:mod:`nasbench_bert.report`:
+    tables in Markdown and LaTeX, two figures, the per-arch values), checked before any work.
     """
     t0 = time.perf_counter()
     from .proxies import builtin as _builtin  # noqa: F401  (every registered proxy, the published analytic ones included)
@@ -399,6 +403,7 @@ def evaluate(
     dtype = check_choice("dtype", dtype, DTYPES)
     compare = check_names("compare", compare)
     cache_dir = _cache_dir(cache)
+    report_dir = check_report_dir(report)
     # a callable stays registered in this process: its workers and a rerun find it by name
     name, callable_proxy = _resolve_proxy(proxy, higher_is_better)
     bms = _benchmarks(benchmarks, name)
@@ -406,7 +411,10 @@ def evaluate(
     bench = ensure_benchmark(bench)
     run = _Run(name, callable_proxy, sems, compare, tasks, dedupe, cache_dir, jobs, executor, ray_address, progress,
                seed, dtype, bootstrap, bench, _selections(bench, bms, ids, nlp_ids), _batches(batch, bms), slurm=res)
-    return _evaluate(run, bms, t0)
+    result = _evaluate(run, bms, t0)
+    if report_dir is not None:
+        write_report(result, report_dir, Provenance.of_run(run), bench=bench)
+    return result
 
 
 def _cache_dir(cache: Any) -> Path | None:

@@ -1,0 +1,99 @@
+"""Wall time of ``proxies.evaluate(..., report=DIR)`` (``--report DIR``) for a forward-only
+proxy from an empty cache, in one run.
+
+    python bench/bench_report.py            # 500 FlexiBERT ids x 3 semantics (target <= 10 min)
+    python bench/bench_report.py --quick    # 8 ids x 3 semantics (CI)
+
+Prints, all measured in this run on this machine:
+
+* the bare loop (the floor, the baseline of every ratio): build each model and run one
+  forward, for a sample of archs under every semantics, per model;
+* ``proxies.evaluate`` with ``report=`` over the ids x 3 semantics from an empty cache
+  (GLUE average and the eight tasks, every metric with bootstrap intervals, identical
+  models computed once, then table.md, table.tex, scatter.png, cells.png and
+  values.parquet): the wall time, against the ten-minute target and against the bare loop
+  over the models built;
+* the report alone (``report.write_report`` on the same Evaluation into a fresh folder):
+  what ``--report`` adds to an evaluation, and its share of the whole call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from nasbench_bert import Benchmark, proxies, report
+from nasbench_bert.models import build_flexibert
+from nasbench_bert.proxies.sweep import default_batch
+from nasbench_bert.semantics import SEMANTICS
+
+#: issue 29's target for the report of a forward-only proxy on 500 archs x 3 semantics
+TARGET_S = 600.0
+
+
+def token_diversity(model: torch.nn.Module, batch) -> float:
+    """A forward-only proxy: one minus the mean cosine similarity between the last
+    hidden state's token vectors within a sequence."""
+    with torch.no_grad():
+        out = model(batch.input_ids, batch.attention_mask, batch.token_type_ids)
+        z = torch.nn.functional.normalize(out.double(), dim=-1)
+        cos = z @ z.transpose(1, 2)
+    return float(1 - cos.mean())
+
+
+def bare_loop(bench: Benchmark, ids: list[int], batch) -> float:
+    """Seconds per model to build it and run token_diversity, over ``ids`` x every semantics."""
+    n = 0
+    t = time.perf_counter()
+    for sem in SEMANTICS.values():
+        for i in ids:
+            m = build_flexibert(bench.query(i, charge=False).arch, sem, seed=0).train(sem.protocol.train_mode)
+            token_diversity(m, batch)
+            n += 1
+    return (time.perf_counter() - t) / n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="8 ids instead of 500")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes of evaluate (the bare loop is one process)")
+    ap.add_argument("--bootstrap", type=int, default=200)
+    a = ap.parse_args()
+    bench = Benchmark.load(progress=False)
+    ids = list(range(0, len(bench), len(bench) // 8))[:8] if a.quick else list(range(len(bench)))
+    spec = default_batch("flexibert")
+    batch = proxies.make_batch(spec)
+    sample = bench.sample(2 if a.quick else 12, seed=1)
+    print(f"# proxies.evaluate(report=...), forward-only callable, {len(ids)} ids x {len(SEMANTICS)} semantics, "
+          f"batch {spec.key}, torch threads {torch.get_num_threads()}, jobs {a.jobs}, bootstrap {a.bootstrap}")
+    bare_loop(bench, sample[:1], batch)  # warm-up
+    per_model = bare_loop(bench, sample, batch)
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        res = proxies.evaluate(token_diversity, semantics="all", benchmarks="flexibert", ids=ids, cache=Path(tmp) / "cache",
+                               jobs=a.jobs, bootstrap=a.bootstrap, progress=False, bench=bench, report=Path(tmp) / "report")
+        wall = time.perf_counter() - t
+        written = sorted(p.name for p in (Path(tmp) / "report").iterdir())
+        prov = report.Provenance({"flexibert": spec.key}, 0, "float32", a.bootstrap,
+                                 {"flexibert": {res.proxy: str(proxies.REGISTRY["flexibert"][res.proxy].version)}})
+        t = time.perf_counter()
+        report.write_report(res, Path(tmp) / "again", prov, bench=bench)
+        alone = time.perf_counter() - t
+    models, rows = res.computed, len(ids) * len(SEMANTICS)
+    print(f"{'bare build + forward (floor)':44s} {per_model * 1e3:9.1f} ms/model (baseline, {3 * len(sample)} models)")
+    print(f"{'bare loop over the models built':44s} {per_model * models:9.1f} s  ({models} models for {rows} rows)")
+    print(f"{'evaluate + report, empty cache':44s} {wall:9.1f} s  {wall / (per_model * max(models, 1)):.2f}x the bare "
+          f"loop over the models built; {wall / TARGET_S:.3f}x the {TARGET_S:.0f} s target")
+    print(f"{'  the report alone (write_report)':44s} {alone:9.1f} s  {alone / wall:.2f}x the whole call")
+    print(f"{'files':44s} {', '.join(written)}")
+    if not a.quick:
+        print(f"target <= {TARGET_S:.0f} s for 500 ids x 3 semantics: {'met' if wall <= TARGET_S else 'missed'} "
+              f"({wall / TARGET_S:.2f}x the target)")
+
+
+if __name__ == "__main__":
+    main()
