@@ -200,10 +200,128 @@ def _separation(values: dict[str, Any] | None) -> str:
     return ""
 
 
+def _values_of(bench: Any, proxy: str, semantics: str, source: str, cache: Path, jobs: int = 1) -> np.ndarray:
+    """One leaderboard row's values on the benchmark's ids in order (NaN where the row is
+    not scored): live as :func:`_live` gives them (from the cache when the leaderboard was
+    computed), stored from the release, analytic counts and trivial rules from the spec."""
+    from nasbench_bert.scoring import baseline_values, stored_values
+
+    flex = bench.to_pandas().sort_values("id").reset_index(drop=True)
+    if source == "live":
+        return _live(bench, semantics, cache, jobs).set_index("id")[proxy].reindex(flex["id"]).to_numpy(float)
+    if source == "stored (release)":
+        st = stored_values("flexibert", bench)[0].set_index("id")
+        return st[proxy].reindex(flex["id"]).to_numpy(float)
+    if source == "analytic count":
+        return flex[proxy].to_numpy(float)
+    if source == "trivial baseline (spec)":
+        return baseline_values(flex[["id"]], "flexibert", semantics=semantics, bench=bench, names=[proxy])[proxy].to_numpy(float)
+    from nasbench_bert.errors import InvalidArgumentError
+
+    raise InvalidArgumentError(f"source = {source!r} is not allowed; allowed values: 'live', 'stored (release)', "
+                               "'analytic count', 'trivial baseline (spec)'")
+
+
+def verdict_candidates(lb: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """The training-free rows the verdict names: the best by tie-broken τ over all archs and
+    the best by each within-cell τ (live or stored, not a size count), as (proxy,
+    semantics, source), without repeats."""
+    free = lb[lb.source.isin(["live", "stored (release)"]) & ~lb.size_like.astype(bool)]
+    out: list[tuple[str, str, str]] = []
+    for col in ("tau_tiebroken", "tau_within_cell", "tau_within_cell_tb"):
+        r = free.sort_values(col, ascending=False, na_position="last").iloc[0]
+        if (r.proxy, r.semantics, r.source) not in out:
+            out.append((r.proxy, r.semantics, r.source))
+    return out
+
+
+def verdict_comparisons(bench: Any, lb: pd.DataFrame, cache: Path, bootstrap: int = 1000,
+                        jobs: int = 1) -> list[dict[str, Any]]:
+    """Paired differences (:func:`studies.verdicts.compare`) of the verdict's proxies
+    (:func:`verdict_candidates`) against ``depth_then_width`` and ``depth_width_then_size``
+    under the tie-broken τ and both within-cell τ, for the JSON's ``verdict_comparisons``."""
+    from nasbench_bert.scoring import rank_context
+
+    from studies.verdicts import RULES, compare
+
+    flex = bench.to_pandas().sort_values("id").reset_index(drop=True)
+    cells = rank_context(flex[["id"]], "flexibert", bench).cells
+    rules = {r: _values_of(bench, r, "as_trained", "trivial baseline (spec)", cache) for r in RULES}
+    out: list[dict[str, Any]] = []
+    for proxy, sem, source in verdict_candidates(lb):
+        x = _values_of(bench, proxy, sem, source, cache, jobs)
+        for c in compare({proxy: x}, flex["glue"].to_numpy(float), cells, rules, bootstrap=bootstrap):
+            out.append({**c.as_dict(), "semantics": sem, "source": source})
+    return out
+
+
+def _pairs(comps: list[dict[str, Any]], proxy: Any, metric: str) -> str:
+    """"`rule` v (paired d [lo, hi]: word)" for every rule that orders pairs under ``metric``."""
+    from studies.verdicts import word
+
+    return ", ".join(f"`{c['rule']}` {c['rule_value']:.3f} (paired {c['diff']:+.3f} [{c['ci_low']:+.3f}, "
+                     f"{c['ci_high']:+.3f}]: {word(c['ci_low'], c['ci_high'])})"
+                     for c in comps if (c["proxy"], c["semantics"], c["source"]) == proxy and c["metric"] == metric
+                     and c["rule_value"] is not None and np.isfinite(c["rule_value"]))
+
+
+def _words(comps: list[dict[str, Any]], proxy: Any, metrics_: tuple[str, ...]) -> set[str]:
+    from studies.verdicts import word
+
+    return {word(c["ci_low"], c["ci_high"]) for c in comps if (c["proxy"], c["semantics"], c["source"]) == proxy
+            and c["metric"] in metrics_ and c["diff"] is not None and np.isfinite(c["diff"])}
+
+
+def _verdict_rules(lb: pd.DataFrame, comps: list[dict[str, Any]], depth_ranges: dict[str, Any] | None) -> str:
+    """The verdict's first bullet: the best training-free proxy against both rules under the
+    tie-broken τ, each with its paired difference; the headline follows the words."""
+    base = lb[lb.source == "trivial baseline (spec)"].set_index("proxy")
+    free = lb[lb.source.isin(["live", "stored (release)"]) & ~lb.size_like.astype(bool)]
+    b = free.sort_values("tau_tiebroken", ascending=False).iloc[0]
+    key = (b.proxy, b.semantics, b.source)
+    ws = _words(comps, key, ("tau_tiebroken",))
+    if ws == {"below"}:
+        head = "The one-line rules on the spec rank GLUE better than the best training-free proxy."
+    elif ws == {"above"}:
+        head = "The best training-free proxy ranks GLUE better than the one-line rules on the spec."
+    elif ws == {"level with"}:
+        head = "The best training-free proxy is level with the one-line rules on the spec."
+    elif not ws:
+        head = "No verdict: the paired differences were not computed."
+    else:
+        from studies.verdicts import word
+
+        by = {c["rule"]: word(c["ci_low"], c["ci_high"]) for c in comps
+              if (c["proxy"], c["semantics"], c["source"]) == key and c["metric"] == "tau_tiebroken"}
+        head = ("The best training-free proxy is " + " and ".join(f"{w} `{r}`" for r, w in by.items())
+                + " (paired tie-broken τ).")
+    rules = "; ".join(f"`{r}` {_ci(base.loc[r], 'tau_tiebroken')} (τ-b {_fmt(base.loc[r].kendall_tau)}, lifted by its ties)"
+                      if r == "depth_then_width" else f"`{r}` {_ci(base.loc[r], 'tau_tiebroken')}"
+                      for r in ("depth_then_width", "depth_width_then_size") if r in base.index)
+    return (f"* **{head}** Over all 500 archs, by tie-broken τ: {rules}. The best training-free proxy, "
+            f"`{b.proxy}` ({b.semantics}, {b.source}), has {_ci(b, 'tau_tiebroken')}"
+            + ("; against " + _pairs(comps, key, "tau_tiebroken") if comps else "") + _separation(depth_ranges) + ".\n")
+
+
+def _verdict_cells(lb: pd.DataFrame, comps: list[dict[str, Any]]) -> str:
+    """The within-cell comparison: the best training-free proxy by each within-cell τ
+    against ``depth_width_then_size`` (``depth_then_width`` orders no pair in a cell)."""
+    free = lb[lb.source.isin(["live", "stored (release)"]) & ~lb.size_like.astype(bool)]
+    parts = []
+    for col, name in (("tau_within_cell", "τ-b"), ("tau_within_cell_tb", "tie-broken")):
+        r = free.sort_values(col, ascending=False, na_position="last").iloc[0]
+        key = (r.proxy, r.semantics, r.source)
+        parts.append(f"{name}: `{r.proxy}` ({r.semantics}) {_ci(r, col)}, against " + _pairs(comps, key, col))
+    return ("* **Within a (layers, hidden size) cell, where the real choice is** (`depth_then_width` orders no pair "
+            "there), the best training-free proxy by within-cell " + "; by within-cell ".join(parts) + ".")
+
+
 def render(lb: pd.DataFrame, bootstrap: int, ceilings: dict[str, Any] | None = None,
-           depth_ranges: dict[str, Any] | None = None, machine: str | None = None, batch: str | None = None) -> str:
+           depth_ranges: dict[str, Any] | None = None, machine: str | None = None, batch: str | None = None,
+           comparisons: list[dict[str, Any]] | None = None) -> str:
     """The page for a leaderboard frame (pure). ``ceilings``: :func:`rank_ceilings`;
-    ``depth_ranges``: the best proxy's (min, max) per depth, keyed "2" and "4"."""
+    ``depth_ranges``: the best proxy's (min, max) per depth, keyed "2" and "4";
+    ``comparisons``: :func:`verdict_comparisons` (the verdict's paired differences)."""
     size = lb[(lb.proxy == "num_params_as_trained") & (lb.source == "analytic count")].iloc[0]
     live = lb[lb.source == "live"]
     base = lb[lb.source == "trivial baseline (spec)"]
@@ -227,32 +345,18 @@ def render(lb: pd.DataFrame, bootstrap: int, ceilings: dict[str, Any] | None = N
           "tie-broken. *Partial τ | size*: Kendall's (1942) partial τ given the as-trained parameter count, τ less "
           "what score and GLUE each share with the count (no interval in the table).\n\n"]
     md.append("## Verdict\n\n")
-    free = lb[lb.source.isin(["live", "stored (release)"]) & ~lb.size_like]
-    best_b = base.sort_values("tau_tiebroken", ascending=False).iloc[0] if len(base) else None
-    best_f = free.sort_values("tau_tiebroken", ascending=False).iloc[0]
-    if best_b is not None:
-        dtw = base[base.proxy == "depth_then_width"]
-        beats = best_f.tau_tiebroken_ci_low > best_b.tau_tiebroken_ci_high
-        loses = best_f.tau_tiebroken_ci_high < best_b.tau_tiebroken_ci_low
-        md.append(
-            "* **A one-line rule on the spec ranks GLUE better than every training-free proxy.** "
-            + (f"`depth_then_width` (layers, then hidden size) has τ-b {_ci(dtw.iloc[0], 'kendall_tau')} "
-               f"(tie-broken {_fmt(dtw.iloc[0].tau_tiebroken)}); " if len(dtw) else "")
-            + f"`{best_b.proxy}` (then the as-trained parameter count) has tie-broken τ "
-            f"{_ci(best_b, 'tau_tiebroken')}. The best training-free proxy, `{best_f.proxy}` ({best_f.semantics}, "
-            f"{best_f.source}), has tie-broken τ {_ci(best_f, 'tau_tiebroken')}"
-            + (": the intervals do not overlap" if loses else
-               (": it beats the rule with non-overlapping intervals" if beats else ": the intervals overlap"))
-            + _separation(depth_ranges) + ".\n")
+    comps = comparisons or []
+    dtw = base[base.proxy == "depth_then_width"]
+    if len(base):
+        md.append(_verdict_rules(lb, comps, depth_ranges))
     if ceilings:
         g_name = next(k for k in ceilings if k.startswith("gaussian"))
         g, e = ceilings[g_name], ceilings["empirical_per_depth"]
         sigma = g_name.rsplit("_", 1)[1]
-        wc = free.sort_values("tau_within_cell", ascending=False).iloc[0]
         md.append(
-            "* **Within a (layers, hidden size) cell, where the real choice is,** the best training-free proxy is "
-            f"`{wc.proxy}` ({wc.semantics}) at τ {_ci(wc, 'tau_within_cell')}; the as-trained parameter count "
-            f"reaches {_ci(size, 'tau_within_cell')}. A perfect predictor of each arch's expected GLUE would reach "
+            (_verdict_cells(lb, comps) if comps else "* **Within a (layers, hidden size) cell**")
+            + f" The as-trained parameter count reaches {_ci(size, 'tau_within_cell')}. A perfect predictor of each "
+            f"arch's expected GLUE would reach "
             f"{g['tau_within_cell'][0]:.3f} [{g['tau_within_cell'][1]:.3f}, {g['tau_within_cell'][2]:.3f}] within "
             f"cells under Gaussian run-to-run noise at the 9 exact repeats' σ = {sigma} (the primary noise figure), "
             f"{e['tau_within_cell'][0]:.3f} under the empirical per-depth model with collapses "
@@ -261,18 +365,19 @@ def render(lb: pd.DataFrame, bootstrap: int, ceilings: dict[str, Any] | None = N
             f"{g['kendall_tau'][2]:.3f}] (Gaussian, σ = {sigma}), {e['kendall_tau'][0]:.3f} [{e['kendall_tau'][1]:.3f}, "
             f"{e['kendall_tau'][2]:.3f}] (empirical per-depth model).\n")
     withci = lb[np.isfinite(lb.partial_ci_low)].sort_values("partial_tau_given_params", ascending=False)
-    pos = withci[withci.partial_ci_low > 0]
     if len(withci):
+        # every row with an interval is listed, and the count is of the listed rows
+        pos = withci[withci.partial_ci_low > 0]
         md.append("* **Beyond the parameter count** (partial τ given the as-trained count, 95 % interval): "
                   + ", ".join(f"`{r.proxy}` ({r.semantics}) {r.partial_tau_given_params:.3f} "
-                              f"[{r.partial_ci_low:.3f}, {r.partial_ci_high:.3f}]" for r in withci.head(4).itertuples())
+                              f"[{r.partial_ci_low:.3f}, {r.partial_ci_high:.3f}]" for r in withci.itertuples())
                   + (f". {len(pos)} of these {len(withci)} intervals exclude zero, but the parameter count is not the "
                      "control that matters: the within-cell figures above say how much of it survives fixing depth "
                      "and width.\n" if len(pos) else ". None is distinguishable from zero.\n"))
     pub = max(p["kendall_tau"] for p in PUBLISHED if p["kendall_tau"] is not None)
     md.append(f"* **Against the published bar** (ZeroLM's τ = {pub:.2f}): the as-trained parameter count alone reaches "
-              f"{size.kendall_tau:.2f} here, and `depth_then_width` "
-              + (f"{dtw.iloc[0].kendall_tau:.2f}" if best_b is not None and len(dtw) else "more")
+              f"{size.kendall_tau:.2f} here (τ-b, the published figure's metric), and `depth_then_width` "
+              + (f"{dtw.iloc[0].kendall_tau:.2f} (tie-broken {dtw.iloc[0].tau_tiebroken:.2f})" if len(dtw) else "more")
               + ". Published records come from their authors' own protocols, so they are context, not rows of the "
               "same experiment; [Published proxies, reproduced](published.md) reruns each in its protocol.\n\n")
     md.append("## Published records on the FlexiBERT benchmark\n\n| proxy | Kendall τ | Spearman ρ | quoted | source |\n|---|---|---|---|---|\n")
@@ -329,7 +434,8 @@ def render_stored(stored: dict[str, Any]) -> str:
     frame from its records, and the bootstrap count, machine and live batch recorded
     when it was computed (not this machine's)."""
     return render(pd.DataFrame.from_records(stored["leaderboard"]), stored["bootstrap"], stored["ceilings"],
-                  stored["best_proxy_depth_ranges"], machine=stored["machine"], batch=stored["live_batch"])
+                  stored["best_proxy_depth_ranges"], machine=stored["machine"], batch=stored["live_batch"],
+                  comparisons=stored.get("verdict_comparisons"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -339,10 +445,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bootstrap", type=int, default=1000)
     ap.add_argument("--jobs", type=int, default=1, help="worker processes for the live sweep (values do not depend on it)")
     ap.add_argument("--render-only", action="store_true", help="rewrite the page from its JSON; compute nothing")
+    ap.add_argument("--verdicts-only", action="store_true",
+                    help="recompute only the verdict's paired differences (from the cache) into the JSON, then render")
     a = ap.parse_args(argv)
     out = Path(a.out)
     if a.render_only:
         stored = json.loads(out.with_suffix(".json").read_text())
+    elif a.verdicts_only:
+        from nasbench_bert import Benchmark
+
+        stored = json.loads(out.with_suffix(".json").read_text())
+        stored["verdict_comparisons"] = verdict_comparisons(
+            Benchmark.load(progress=False), pd.DataFrame.from_records(stored["leaderboard"]), Path(a.cache),
+            stored["bootstrap"], a.jobs)
     else:
         from nasbench_bert import Benchmark
         from nasbench_bert.surrogate.noise import rank_ceilings
@@ -355,6 +470,7 @@ def main(argv: list[str] | None = None) -> int:
         stored = {"leaderboard": lb.drop(columns=["batch"], errors="ignore").to_dict(orient="records"),
                   "published": PUBLISHED, "ceilings": rank_ceilings(bench, reps=100),
                   "best_proxy_depth_ranges": best_proxy_depth_ranges(bench, lb, Path(a.cache), a.jobs),
+                  "verdict_comparisons": verdict_comparisons(bench, lb, Path(a.cache), a.bootstrap, a.jobs),
                   "bootstrap": a.bootstrap, "machine": _machine(),
                   "live_batch": str(live.batch.iloc[0]) if len(live) else "",
                   "provenance": provenance("python -m studies.leaderboard", bench, ids="0-499", bootstrap=a.bootstrap,

@@ -40,6 +40,26 @@ def _row(proxy, source, sem, tau, lo, hi, partial, plo=np.nan, phi=np.nan, size_
             "batch": "random,B=8,T=128,seed=0", "size_like": size_like, "partial_ci_low": plo, "partial_ci_high": phi}
 
 
+def _cmp(proxy, rule, metric, value, rule_value, lo, hi, sem="as_trained", source="live"):
+    """One record of the JSON's ``verdict_comparisons`` (what :func:`lbm.verdict_comparisons` writes)."""
+    from studies.verdicts import word
+
+    return {"proxy": proxy, "rule": rule, "metric": metric, "value": value, "rule_value": rule_value,
+            "diff": value - rule_value, "ci_low": lo, "ci_high": hi, "word": word(lo, hi), "semantics": sem,
+            "source": source}
+
+
+def test_verdict_without_paired_differences_states_none():
+    lb = pd.DataFrame([
+        _row("num_params_as_trained", "analytic count", "as_trained", 0.57, 0.54, 0.60, np.nan, size_like=True),
+        _row("depth_width_then_size", "trivial baseline (spec)", "as_trained", 0.76, 0.74, 0.78, 0.0, tb=0.74),
+        _row("magic", "live", "as_trained", 0.85, 0.82, 0.88, 0.30, 0.25, 0.35, wc=0.45),
+    ])
+    md = lbm.render(lb, bootstrap=100, ceilings=CEIL)
+    assert "No verdict: the paired differences were not computed." in md
+    assert "better than" not in md.split("## Verdict")[1].split("## Published")[0]
+
+
 CEIL = {"gaussian_exact_repeats_sigma_0.603": {"kendall_tau": (0.88, 0.87, 0.89), "tau_within_cell": (0.62, 0.59, 0.65)},
         "empirical_per_depth": {"kendall_tau": (0.87, 0.85, 0.88), "tau_within_cell": (0.60, 0.57, 0.63)}}
 
@@ -52,9 +72,20 @@ def test_verdict_puts_the_trivial_rule_beside_the_best_proxy():
         _row("head_confidence", "live", "as_trained", 0.66, 0.63, 0.69, 0.03, -0.01, 0.07, wc=0.22),
         _row("w_pca", "live", "authors", 0.40, 0.36, 0.44, 0.02, -0.02, 0.05),
     ])
-    md = lbm.render(lb, bootstrap=100, ceilings=CEIL, depth_ranges={"2": (0.01, 0.02), "4": (0.03, 0.04)})
-    assert "`depth_width_then_size` (then the as-trained parameter count) has tie-broken τ 0.740 [0.720, 0.760]" in md
-    assert "`head_confidence` (as_trained, live), has tie-broken τ 0.660 [0.630, 0.690]: the intervals do not overlap" in md
+    comps = [_cmp("head_confidence", "depth_then_width", "tau_tiebroken", 0.66, 0.69, -0.05, -0.01),
+             _cmp("head_confidence", "depth_width_then_size", "tau_tiebroken", 0.66, 0.74, -0.11, -0.05),
+             _cmp("head_confidence", "depth_width_then_size", "tau_within_cell", 0.22, 0.1, -0.02, 0.25),
+             _cmp("head_confidence", "depth_width_then_size", "tau_within_cell_tb", 0.21, 0.09, 0.01, 0.2)]
+    md = lbm.render(lb, bootstrap=100, ceilings=CEIL, depth_ranges={"2": (0.01, 0.02), "4": (0.03, 0.04)},
+                    comparisons=comps)
+    assert "The one-line rules on the spec rank GLUE better than the best training-free proxy." in md
+    assert "`depth_width_then_size` 0.740 [0.720, 0.760]" in md
+    assert ("`head_confidence` (as_trained, live), has 0.660 [0.630, 0.690]; against `depth_then_width` 0.690 "
+            "(paired -0.030 [-0.050, -0.010]: below), `depth_width_then_size` 0.740 (paired -0.080 [-0.110, -0.050]: "
+            "below)") in md
+    # within cells: the tie-broken comparison's interval excludes 0, the τ-b one's does not
+    assert "0.220 [0.170, 0.270], against `depth_width_then_size` 0.100 (paired +0.120 [-0.020, +0.250]: level with)" in md
+    assert "(paired +0.120 [+0.010, +0.200]: above)" in md
     assert "separate the 2- and 4-layer archs completely" in md
     assert "within cells under Gaussian run-to-run noise at the 9 exact repeats' σ = 0.603" in md and "0.620 [0.590" in md
     assert "None is distinguishable from zero" in md
@@ -76,8 +107,11 @@ def test_verdict_says_so_when_a_proxy_clears_the_rule():
         _row("depth_width_then_size", "trivial baseline (spec)", "as_trained", 0.76, 0.74, 0.78, 0.0, tb=0.74),
         _row("magic", "live", "as_trained", 0.85, 0.82, 0.88, 0.30, 0.25, 0.35, wc=0.45),
     ])
-    md = lbm.render(lb, bootstrap=100, ceilings=CEIL, depth_ranges={"2": (0.01, 0.035), "4": (0.03, 0.04)})
-    assert "it beats the rule with non-overlapping intervals" in md and "`magic`" in md
+    comps = [_cmp("magic", "depth_width_then_size", "tau_tiebroken", 0.85, 0.74, 0.05, 0.15)]
+    md = lbm.render(lb, bootstrap=100, ceilings=CEIL, depth_ranges={"2": (0.01, 0.035), "4": (0.03, 0.04)},
+                    comparisons=comps)
+    assert "The best training-free proxy ranks GLUE better than the one-line rules on the spec." in md
+    assert "(paired +0.110 [+0.050, +0.150]: above)" in md and "`magic`" in md
     assert "separate the 2- and 4-layer" not in md  # the ranges overlap
     assert "1 of these 1 intervals exclude zero" in md
 
