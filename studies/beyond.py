@@ -373,6 +373,20 @@ def summarize(inp: Inputs) -> dict[str, Any]:
     }
 
 
+def verdict_comparisons(summary: dict[str, Any], inp: Inputs) -> list[dict[str, Any]]:
+    """The chosen attempt on ids 250-499 against ``depth_then_width`` and
+    ``depth_width_then_size`` under the tie-broken τ and both within-cell τ, as paired
+    differences over the same bootstrap resamples (:func:`studies.verdicts.compare`, seed
+    :data:`SEED` as the page's intervals): the verdict's figures, kept in the JSON."""
+    from studies.verdicts import RULES, compare
+
+    ch = next(a for a in summary["attempts"] if a["key"] == summary["chosen"])
+    x = attempt_score(inp, ch["components"], tuple(ch["families"]))
+    m = np.isin(inp.ids, HELD_IDS)
+    return [c.as_dict() for c in compare({ch["key"]: x[m]}, inp.glue[m], inp.cells[m],
+                                         {r: inp.baselines[r][m] for r in RULES}, bootstrap=BOOTSTRAP, seed=SEED)]
+
+
 # -- the page -------------------------------------------------------------------------------------
 def _e(v: list[float], ci: bool = True) -> str:
     if v[0] is None or (isinstance(v[0], float) and math.isnan(v[0])):
@@ -418,11 +432,25 @@ def _findings(summary: dict[str, Any]) -> list[str]:
                    f"parameter count's {_e(pc['held']['tau_within_cell'])}; their best rank average gives "
                    f"{_e(atts['live_average']['held']['tau_within_cell'])}.")
     b = base["depth_width_then_size"]["held"]
-    overlap = not (h["tau_within_cell"][1] > b["tau_within_cell"][2] or b["tau_within_cell"][1] > h["tau_within_cell"][2])
-    out.append(f"* The chosen attempt against \"layers, then hidden size, then the as_trained parameter count\" on ids "
-               f"250-499: within cells {_e(h['tau_within_cell'])} against {_e(b['tau_within_cell'])} (intervals "
-               f"{'overlap: no claim that it beats the baseline' if overlap else 'apart'}); tie-broken τ "
-               f"{_e(h['tau_tiebroken'])} against {_e(b['tau_tiebroken'])}.")
+    comps = summary.get("verdict_comparisons")
+    if comps:
+        def pair(metric: str) -> str:
+            return ", ".join(f"`{c['rule']}` {c['rule_value']:.3f} (paired {c['diff']:+.3f} [{c['ci_low']:+.3f}, "
+                             f"{c['ci_high']:+.3f}]: {c['word']})" for c in comps
+                             if c["metric"] == metric and c["rule_value"] is not None and math.isfinite(c["rule_value"]))
+
+        out.append("* The chosen attempt against the trivial rules on ids 250-499 (paired differences over the same "
+                   f"bootstrap resamples): tie-broken τ {_e(h['tau_tiebroken'])} against {pair('tau_tiebroken')}; "
+                   f"within cells τ-b {_e(h['tau_within_cell'])} against {pair('tau_within_cell')}, tie-broken "
+                   f"{_e(h['tau_within_cell_tb'])} against {pair('tau_within_cell_tb')} (`depth_then_width` orders "
+                   "no pair within a cell).")
+    else:
+        overlap = not (h["tau_within_cell"][1] > b["tau_within_cell"][2]
+                       or b["tau_within_cell"][1] > h["tau_within_cell"][2])
+        out.append(f"* The chosen attempt against \"layers, then hidden size, then the as_trained parameter count\" on "
+                   f"ids 250-499: within cells {_e(h['tau_within_cell'])} against {_e(b['tau_within_cell'])} (intervals "
+                   f"{'overlap: no claim that it beats the baseline' if overlap else 'apart'}); tie-broken τ "
+                   f"{_e(h['tau_tiebroken'])} against {_e(b['tau_tiebroken'])}.")
     out.append(f"* Target: within-cell τ ≥ {t['tau_within_cell']:.2f} "
                + ("reached" if h["tau_within_cell"][0] >= t["tau_within_cell"] else "not reached")
                + f", tie-broken τ ≥ {t['tau_tiebroken']:.2f} "
@@ -528,6 +556,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="folder of as_trained live-proxy cache parts (missing archs are computed into it)")
     ap.add_argument("--out", default=str(DOC), help="the page to write (its JSON goes beside it)")
     ap.add_argument("--render-only", action="store_true", help="rewrite the page from its JSON; compute nothing")
+    ap.add_argument("--verdicts-only", action="store_true",
+                    help="add the chosen attempt's paired differences to the stored JSON (live values from --cache "
+                         "only if the chosen attempt uses them), then render")
     args = ap.parse_args(argv)
     from studies.pages import stored_or_computed, write_page
 
@@ -539,12 +570,25 @@ def main(argv: list[str] | None = None) -> None:
         from studies.pages import provenance
 
         bench = Benchmark.load()
-        return {**summarize(load_inputs(Path(args.cache), bench=bench)),
+        inp = load_inputs(Path(args.cache), bench=bench)
+        summary = summarize(inp)
+        return {**summary, "verdict_comparisons": verdict_comparisons(summary, inp),
                 "provenance": provenance("python -m studies.beyond", bench, ids="0-499", select_ids="0-249",
                                          held_ids="250-499", semantics=SEMANTICS, live_proxies=list(LIVE_PROXIES),
                                          near_tie_rel=NEAR_TIE_REL, bootstrap=BOOTSTRAP, bootstrap_seed=SEED,
                                          cache=str(args.cache))}
 
+    if args.verdicts_only:
+        import json
+
+        from nasbench_bert import Benchmark
+
+        stored = json.loads(out.with_suffix(".json").read_text())
+        ch = next(a for a in stored["attempts"] if a["key"] == stored["chosen"])
+        live = "live" in ch["families"]
+        inp = load_inputs(Path(args.cache) if live else None, live=live, bench=Benchmark.load())
+        write_page(out, {**stored, "verdict_comparisons": verdict_comparisons(stored, inp)}, render)
+        return
     write_page(out, stored_or_computed(out, args.render_only, computed), render)
 
 

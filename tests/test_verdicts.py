@@ -340,3 +340,56 @@ def test_quoted_paired_figures_are_the_leaderboards(page):
         assert key in known, f"{page}: {d} [{lo}, {hi}] is no paired difference of docs/leaderboard.json"
         if w:
             assert known[key].startswith(w), f"{page}: {d} [{lo}, {hi}] says {w!r}, the JSON {known[key]!r}"
+
+
+# -- beyond ----------------------------------------------------------------------------------------
+def beyond_problems(stored: dict[str, Any], md: str) -> list[str]:
+    """What in beyond's finding on the chosen attempt does not follow from its JSON."""
+    comps = stored.get("verdict_comparisons") or []
+    if not comps:
+        return ["the JSON has no verdict_comparisons"]
+    problems: list[str] = []
+    held = next(a for a in stored["attempts"] if a["key"] == stored["chosen"])["held"]
+    base = {b["key"]: b["held"] for b in stored["baselines"]}
+    for c in comps:
+        # the paired records are on the rows and resamples of the page's own figures (rounded to 4 places there)
+        if c["proxy"] != stored["chosen"] or abs(c["value"] - held[c["metric"]][0]) > 6e-5:
+            problems.append(f"{c['proxy']} {c['metric']}: {c['value']} vs the page's {held[c['metric']][0]}")
+        rv = base[c["rule"]][c["metric"]][0]
+        if math.isfinite(c["rule_value"]) and abs(c["rule_value"] - rv) > 6e-5:
+            problems.append(f"{c['rule']} {c['metric']}: {c['rule_value']} vs the page's {rv}")
+        if c["word"] != word(c["ci_low"], c["ci_high"]):
+            problems.append(f"{c['rule']} {c['metric']}: word {c['word']!r}")
+    if {c["rule"] for c in comps} != {"depth_then_width", "depth_width_then_size"}:
+        problems.append("not compared against both rules")
+    line = _flat(next(x for x in md.splitlines() if x.startswith("* The chosen attempt against")))
+    finite = {(f"{c['diff']:+.3f}", f"{c['ci_low']:+.3f}", f"{c['ci_high']:+.3f}"): c["word"]
+              for c in comps if math.isfinite(c["diff"])}
+    quoted = PAIRED.findall(line)
+    if len(quoted) != len(finite):
+        problems.append(f"{len(quoted)} paired differences quoted of {len(finite)}")
+    for d, lo, hi, w in quoted:
+        key = (f"{_num(d):+.3f}", f"{_num(lo):+.3f}", f"{_num(hi):+.3f}")
+        if key not in finite:
+            problems.append(f"paired {d} [{lo}, {hi}] is in no JSON record")
+        elif w != finite[key]:
+            problems.append(f"paired {d} [{lo}, {hi}] says {w!r}; its record says {finite[key]!r}")
+    if "intervals overlap" in line:
+        problems.append("the finding reads overlapping intervals as a verdict")
+    return problems
+
+
+def _beyond() -> tuple[dict[str, Any], str]:
+    return json.loads((DOCS / "beyond.json").read_text()), (DOCS / "beyond.md").read_text()
+
+
+def test_beyond_verdict_follows_its_json():
+    stored, md = _beyond()
+    assert beyond_problems(stored, md) == []
+
+
+def test_beyond_checker_fails_on_an_edited_word_or_record():
+    stored, md = _beyond()
+    assert beyond_problems(stored, md.replace(": above)", ": level with)", 1))
+    stored["verdict_comparisons"][0]["value"] += 0.01
+    assert beyond_problems(stored, md)
