@@ -52,7 +52,7 @@ from .proxies import registry
 from .proxies.baselines import analytic_values, trivial_names
 from .proxies.callables import ProxyReturnError, register_callable
 from .proxies.inputs import BatchSpec
-from .report import Provenance, check_report_dir, write_report
+from .report import check_report_dir, report_run
 
 #: the benchmarks :func:`evaluate` can rank on (the search spaces)
 BENCHMARKS: tuple[str, ...] = SPACES
@@ -411,10 +411,7 @@ def evaluate(
     bench = ensure_benchmark(bench)
     run = _Run(name, callable_proxy, sems, compare, tasks, dedupe, cache_dir, jobs, executor, ray_address, progress,
                seed, dtype, bootstrap, bench, _selections(bench, bms, ids, nlp_ids), _batches(batch, bms), slurm=res)
-    result = _evaluate(run, bms, t0)
-    if report_dir is not None:
-        write_report(result, report_dir, Provenance.of_run(run), bench=bench)
-    return result
+    return report_run(_evaluate(run, bms, t0), report_dir, run)
 
 
 def _cache_dir(cache: Any) -> Path | None:

@@ -81,7 +81,8 @@ _TEX_HEADERS: dict[str, str] = {
     "tau_within_arch": r"strata $\tau_b$", "tau_within_arch_tb": r"strata $\tau$ tie-br.", "top10_precision": r"top-10\,\%",
 }
 #: each benchmark's headline target and how figures name it
-_HEADLINE: dict[str, tuple[str, str]] = {"flexibert": ("glue", "GLUE average"), "nlp": ("test_loss", "PTB test loss")}
+_HEADLINE: dict[str, tuple[str, str]] = {"flexibert": ("glue", "GLUE average"),
+                                         "nlp": ("test_loss", "PTB test loss (lower is better)")}
 #: row kinds in table order, and how the table labels them
 _KIND_ORDER: tuple[str, ...] = ("candidate", "compare", "published", "leaderboard", "baseline")
 _KIND_LABEL: dict[str, str] = {"candidate": "proxy", "compare": "compared", "published": "published",
@@ -175,6 +176,16 @@ def write_report(evaluation: "Evaluation", directory: str | os.PathLike[str], pr
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
+
+
+def report_run(evaluation: "Evaluation", directory: Path | None, run: Any) -> "Evaluation":
+    """:func:`write_report` of what :func:`nasbench_bert.evaluation.evaluate` found, when
+    it was asked for one (``directory`` from :func:`check_report_dir`; None: nothing is
+    written); returns ``evaluation``. ``run``: evaluate's checked arguments (its ``_Run``,
+    read by :meth:`Provenance.of_run`; its ``bench`` gives the targets and cells)."""
+    if directory is not None:
+        write_report(evaluation, directory, Provenance.of_run(run), bench=run.bench)
+    return evaluation
 
 
 # -- what the figures and the values need beside the Evaluation -------------------------------------
@@ -433,7 +444,9 @@ def _ceiling_line(board: dict[str, Any] | None, bench: BenchmarkLike) -> str:
     name = next((k for k in ceil if k.startswith("gaussian")), next(iter(ceil)))
     c = ceil[name]
     tau, cell = c["kendall_tau"], c["tau_within_cell"]
-    return (f"noise ceiling vs one noisy GLUE run per arch ({name.replace('_', ' ')}, all 500 ids): "
+    what = (f"Gaussian noise at the exact repeats' σ {name.rsplit('_', 1)[1]}" if name.startswith("gaussian_exact")
+            else name.replace("_", " "))
+    return (f"FlexiBERT noise ceiling vs one noisy GLUE run per arch ({what}, all 500 ids): "
             f"τ-b {tau[0]:.3f} [{tau[1]:.3f}, {tau[2]:.3f}], within-cell τ {cell[0]:.3f} [{cell[1]:.3f}, {cell[2]:.3f}]")
 
 
@@ -576,5 +589,5 @@ def _values_frame(ev: "Evaluation", data: _ReportData, prov: Provenance) -> pd.D
     return out
 
 
-__all__ = ["write_report", "check_report_dir", "Provenance", "cell_taus", "metric_cell", "tex_escape", "REPORT_FILES",
+__all__ = ["write_report", "report_run", "check_report_dir", "Provenance", "cell_taus", "metric_cell", "tex_escape", "REPORT_FILES",
            "LEADERBOARD", "METRICS"]

@@ -14,6 +14,8 @@ import struct
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import kendalltau
 
 torch = pytest.importorskip("torch")
@@ -197,6 +199,14 @@ def test_values_parquet_round_trips_with_provenance(made):
 def test_bad_report_argument(bench, bad):
     with pytest.raises(InvalidArgumentError, match="report"):
         proxies.evaluate("depth", benchmarks="flexibert", ids=[0, 1, 2], bench=bench, progress=False, report=bad)
+
+
+@given(st.one_of(st.integers(), st.floats(), st.booleans(), st.lists(st.text()), st.dictionaries(st.text(), st.text()),
+                 st.just(""), st.just("   ")))
+@settings(max_examples=40, deadline=None)
+def test_check_report_dir_refuses_what_is_not_a_path(value):
+    with pytest.raises(InvalidArgumentError, match="report"):
+        report.check_report_dir(value)
 
 
 def test_report_never_replaces_a_users_folder_or_file(bench, tmp_path):
