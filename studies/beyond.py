@@ -54,6 +54,15 @@ LIVE_PROXIES = (
     "head_softmax_confidence_norm", "snip", "grad_norm", "synflow", "naswot", "flops", "ntkt", "sept",
     "sept_all_linear",
 )
+#: the live proxies added since (issue 29): each from its leaderboard cache layer beside
+#: ``--cache`` (``studies.leaderboard.LAYERS``: one sweep per layer on the same batch), so the
+#: attempts see every proxy the package ships; ZeroLM's fitted alpha is left out (its
+#: closed form without alpha is ``nsc_model``'s family, and its alpha was chosen on GLUE)
+LAYER_PROXIES: dict[str, tuple[str, ...]] = {
+    "leaderboard-as_trained": ("w_pca", "nonembedding_params"),
+    "leaderboard-published-as_trained": ("lpzero", "swap", "w_pca_first", "nsc_model"),
+    "leaderboard-standard-as_trained": ("epe_nas", "fisher", "grasp", "l2_norm", "plain", "zen", "zico", "meco"),
+}
 #: how many of the best single features (on ids 0-249) enter a rank-average search, and
 #: the most features averaged: a fixed, small search so that the held-out half can tell
 #: selection luck from signal
@@ -233,6 +242,15 @@ class Inputs:
     families: dict[str, dict[str, np.ndarray]]
 
 
+def layer_proxies() -> dict[str, tuple[str, ...]]:
+    """:data:`LAYER_PROXIES`, restricted to the proxies this package version registers."""
+    from nasbench_bert.proxies.registry import REGISTRY
+    from nasbench_bert.proxies import builtin  # noqa: F401  (registers the built-in proxies)
+
+    out = {sub: tuple(n for n in names if n in REGISTRY["flexibert"]) for sub, names in LAYER_PROXIES.items()}
+    return {sub: names for sub, names in out.items() if names}
+
+
 def load_inputs(live_cache: Path | None, *, live: bool = True, bench: Any = None) -> Inputs:
     """The benchmark's GLUE, the package's trivial baselines and rank context, the spec
     features, and (``live``) the as_trained live proxies from ``live_cache``
@@ -252,7 +270,19 @@ def load_inputs(live_cache: Path | None, *, live: bool = True, bench: Any = None
                              cache=live_cache, progress=True).sort_values("id").reset_index(drop=True)
         if (df["id"].to_numpy() != rows["id"].to_numpy()).any() or df[list(LIVE_PROXIES)].isna().any().any():
             raise RuntimeError("live proxies missing for some ids")
-        families = {"live": {n: snap_near_ties(df[n].to_numpy(float)) for n in LIVE_PROXIES}, **families}
+        live_values = {n: snap_near_ties(df[n].to_numpy(float)) for n in LIVE_PROXIES}
+        for sub, names in layer_proxies().items():
+            if live_cache is None:
+                break
+            extra = proxies.compute(list(flex["id"].astype(int)), list(names), semantics=SEMANTICS, bench=bench,
+                                    cache=live_cache.parent / sub, progress=True).sort_values("id").reset_index(drop=True)
+            if (extra["id"].to_numpy() != rows["id"].to_numpy()).any():
+                raise RuntimeError(f"live proxies of {sub} missing for some ids")
+            for n in names:  # a proxy undefined on some archs (NaN) cannot rank them: left out, and said so
+                v = extra[n].to_numpy(float)
+                if np.isfinite(v).all():
+                    live_values[n] = snap_near_ties(v)
+        families = {"live": live_values, **families}
     return Inputs(rows["id"].to_numpy(), flex["glue"].to_numpy(float), list(flex["arch"]), np.asarray(ctx.cells),
                   base["depth_then_width"].to_numpy(float), ctx, {c: base[c].to_numpy(float) for c in base.columns},
                   families)
@@ -575,6 +605,7 @@ def main(argv: list[str] | None = None) -> None:
         return {**summary, "verdict_comparisons": verdict_comparisons(summary, inp),
                 "provenance": provenance("python -m studies.beyond", bench, ids="0-499", select_ids="0-249",
                                          held_ids="250-499", semantics=SEMANTICS, live_proxies=list(LIVE_PROXIES),
+                                         layer_proxies={k: list(v) for k, v in layer_proxies().items()},
                                          near_tie_rel=NEAR_TIE_REL, bootstrap=BOOTSTRAP, bootstrap_seed=SEED,
                                          cache=str(args.cache))}
 
