@@ -40,6 +40,7 @@ import json
 import math
 import os
 import shutil
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
@@ -462,6 +463,8 @@ def _save(fig: Any, path: Path, plt: Any) -> None:
 #: resolution of the figures (dots per inch); sizes are in inches per panel
 FIG_DPI = 120
 PANEL_SIZE: tuple[float, float] = (4.6, 3.8)
+#: inches scatter.png adds above its panels for the title and the ceiling line (wrapped per panel width)
+SCATTER_TITLE = 0.8
 
 
 def _score_axis(x: np.ndarray, name: str) -> tuple[np.ndarray, str, bool]:
@@ -482,7 +485,8 @@ def _score_axis(x: np.ndarray, name: str) -> tuple[np.ndarray, str, bool]:
 def _scatter_png(path: Path, ev: "Evaluation", data: _ReportData, ceiling: str) -> None:
     plt = _pyplot()
     panels = _panels(ev)
-    fig, axes = plt.subplots(1, len(panels), figsize=(PANEL_SIZE[0] * len(panels), PANEL_SIZE[1] + 0.5), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(PANEL_SIZE[0] * len(panels), PANEL_SIZE[1] + SCATTER_TITLE),
+                             squeeze=False)
     v = ev.values
     for ax, (bm, sem) in zip(axes[0], panels):
         m = ((v.benchmark == bm) & (v.semantics == sem)).to_numpy()
@@ -507,6 +511,7 @@ def _scatter_png(path: Path, ev: "Evaluation", data: _ReportData, ceiling: str) 
         ax.set_xlabel(xlabel, fontsize=8)
         ax.set_ylabel(_HEADLINE[bm][1], fontsize=8)
         ax.tick_params(labelsize=7)
+    ceiling = textwrap.fill(ceiling, 70 * len(panels))  # a panel's width holds about 70 characters at this size
     fig.suptitle(f"{ev.proxy} against the trained result\n{ceiling}", fontsize=8)
     fig.tight_layout()
     _save(fig, path, plt)
@@ -545,10 +550,12 @@ def _cells_png(path: Path, ev: "Evaluation", data: _ReportData) -> None:
         ax.set_ylabel("within-cell τ (tie-broken), 95 % interval", fontsize=8)
         ax.set_title(f"flexibert, {sem}: within-cell τ in each (layers, hidden size) cell", fontsize=8)
         ax.tick_params(axis="y", labelsize=7)
-    if handles:
-        fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=min(len(handles), 3), fontsize=7,
-                   frameon=False)
-    fig.tight_layout(rect=(0, 0.12 if handles else 0, 1, 1))
+    bottom = 0.0
+    if handles:  # two legend columns per panel (a long name takes about half a panel's width)
+        ncol = min(len(handles), 2 * len(axes[0]))
+        fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=7, frameon=False)
+        bottom = (0.1 + 0.2 * math.ceil(len(handles) / ncol)) / fig.get_figheight()
+    fig.tight_layout(rect=(0, bottom, 1, 1))
     _save(fig, path, plt)
 
 

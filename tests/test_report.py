@@ -156,7 +156,7 @@ def test_figures_are_pngs_of_the_declared_size(made):
     _, folder = made
     w, h = report.PANEL_SIZE
     dpi = report.FIG_DPI
-    assert _png_size(folder / "scatter.png") == (round(w * dpi), round((h + 0.5) * dpi))
+    assert _png_size(folder / "scatter.png") == (round(w * dpi), round((h + report.SCATTER_TITLE) * dpi))
     assert _png_size(folder / "cells.png") == (round(w * dpi), round((h + 1.2) * dpi))
     for f in ("scatter.png", "cells.png"):
         img = mpimg.imread(folder / f)
