@@ -494,7 +494,8 @@ def cmd_proxies_evaluate(args: argparse.Namespace) -> None:
                    nlp_ids=nlp_ids, tasks=not args.no_tasks,
                    higher_is_better=not args.lower_is_better, dedupe=not args.no_dedupe, cache=args.cache, jobs=args.jobs,
                    executor=args.executor, ray_address=args.ray_address, slurm=slurm_resources(args),
-                   progress=not args.quiet, batch=batch or None,
+                   progress=not args.quiet, batch=batch or None, batches=args.batches, version=args.proxy_version,
+                   refresh=args.refresh,
                    seed=args.seed, dtype=args.dtype, bootstrap=args.bootstrap, bench=bench, report=args.report)
     if args.report is not None:
         err_console.print(f"wrote the report to {args.report}")
@@ -513,6 +514,8 @@ def cmd_proxies_evaluate(args: argparse.Namespace) -> None:
 def _evaluation_json(res: Any) -> str:
     rows = json.loads(res.to_pandas().to_json(orient="records"))  # NaN -> null
     return json.dumps({"proxy": res.proxy, "notes": list(res.notes), "seconds": res.seconds,
+                       "verdicts": [{"benchmark": b, "semantics": s, "verdict": v} for (b, s), v in res.verdicts.items()],
+                       "skipped": res.skipped,
                        "models_computed": res.computed, "models_cached": res.cached, "rows_shared": res.shared,
                        "rows": rows}, indent=1)
 
@@ -759,6 +762,11 @@ def _add_proxies_evaluate(psub: Any) -> None:
     pv.add_argument("--seed", type=int, default=0, help="seed of the model init, the batch and the bootstrap")
     pv.add_argument("--dtype", default="float32", choices=["float32", "float64"], help="precision of the models")
     pv.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples for the confidence intervals")
+    pv.add_argument("--batches", type=int, default=1, help="a callable receives a list of this many batches (default 1: "
+                                                           "one batch)")
+    pv.add_argument("--proxy-version", default=None, help="the callable's cache version label (default: a digest of its "
+                                                          "module file, qualname, closure and defaults)")
+    pv.add_argument("--refresh", action="store_true", help="compute every model again, replacing the cached values")
     pv.add_argument("--out", default=None, help="result file (.md, .csv or .json), written atomically (default: stdout)")
     pv.add_argument("--format", default=None, choices=["md", "csv", "json"], help="output format (default: from --out, else md)")
     pv.add_argument("--report", default=None, help="also write a paper-ready report to this folder (table.md, table.tex, "

@@ -26,6 +26,24 @@ models among the 500 ids under ``as_trained``, 457 under ``authors``, 491 under
 theirs. A NAS-Bench-NLP model does not depend on the semantics (only the protocol of
 the built-in proxies does), so a plain ``(model, batch)`` callable is computed there
 once for every semantics.
+
+**A callable's benchmarks.** Before any sweep, its first call runs on the first model of
+each benchmark asked for (default both). A benchmark whose model it rejects is left out
+with a one-line note (:attr:`Evaluation.skipped`); the call fails with one line when it
+fits none, or fails on a benchmark the caller named in ``benchmarks``. With
+``batches=n`` it receives a list of n batches; ``version`` labels its definition for the
+cache (default: the digest of its module file, qualname, closure and defaults; see
+:mod:`.proxies.callables`); ``refresh`` computes every model again.
+
+**NaN and inf.** NaN values are left out, for the proxy and for every score beside it
+(the baselines are ranked on exactly the proxy's rows); +inf ranks above every finite
+value and -inf below (:func:`ranked_values`: under ``higher_is_better`` +inf is the best,
+else the worst); a note says on how many models the proxy returned NaN or inf.
+
+**The table** is sorted by the tie-broken τ and each (benchmark, semantics) block opens
+with a verdict against :data:`RULE` (``depth_width_then_size``): the tie-broken τ and the
+tie-broken within-cell τ of both, with the paired difference and its 95 % bootstrap
+interval (:func:`nasbench_bert.metrics.paired_difference`).
 """
 
 from __future__ import annotations
@@ -37,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 
 from .benchmark.flexibert import ensure_benchmark
@@ -50,7 +69,7 @@ from .slurm import SlurmResources, check_slurm
 from .sweep import PartCache
 from .proxies import registry
 from .proxies.baselines import analytic_values, trivial_names
-from .proxies.callables import ProxyReturnError, register_callable
+from .proxies.callables import CALLABLES, ProxyReturnError, register_callable
 from .proxies.inputs import BatchSpec
 from .report import check_report_dir, report_run
 
@@ -82,6 +101,13 @@ class Evaluation:
     computed: int
     cached: int
     shared: int
+    #: one line per benchmark and semantics: the proxy against the ``depth_width_then_size``
+    #: rule on the headline target (tie-broken τ and within-cell τ, ties broken, with the
+    #: paired difference and its 95 % interval); keys ``(benchmark, semantics)``
+    verdicts: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: benchmarks left out because the callable rejected their first model (not named by
+    #: the user), with the one-line reason
+    skipped: dict[str, str] = field(default_factory=dict)
 
     def to_pandas(self) -> pd.DataFrame:
         """The leaderboard rows (a copy)."""
@@ -93,18 +119,23 @@ class Evaluation:
 
     def to_markdown(self, digits: int = 3) -> str:
         """One table per benchmark and semantics on the headline target (GLUE average,
-        PTB test loss), every score beside the proxy, then the proxy's per-task τ."""
+        PTB test loss), every score beside the proxy, sorted by the tie-broken τ (τ-b
+        rewards a coarse score's ties; see ``docs/evaluate.md``), each opened by its
+        verdict against the ``depth_width_then_size`` rule; then the proxy's per-task τ."""
         from .scoring import to_markdown
 
         out = [f"## Evaluation of `{self.proxy}`\n"]
         for (bm, sem), block in self.rows.groupby(["benchmark", "semantics"], sort=False):
             head = block[block.target == HEADLINE[bm]].copy()
             head["proxy"] = [_label(p, k) for p, k in zip(head.proxy, head.kind)]
-            head = head.sort_values("kendall_tau", ascending=False, na_position="last")
+            head = head.drop(columns=[c for c in head if c.startswith("rule_diff_")])
+            head = head.sort_values(SORT_BY, ascending=False, na_position="last", kind="stable")
             is_cand = _is_candidate(block)
             n = int(block.loc[is_cand, "n"].max()) if is_cand.any() else 0
             what = _BENCHMARK_SPECS[bm].headline_label
-            out.append(f"### {bm}, semantics `{sem}`: {what}, n = {n}\n\n" + to_markdown(head, digits))
+            verdict = self.verdicts.get((bm, sem))
+            out.append(f"### {bm}, semantics `{sem}`: {what}, n = {n}\n\n" + (f"{verdict}\n\n" if verdict else "")
+                       + to_markdown(head, digits))
             cand = block[is_cand & (block.target != HEADLINE[bm])]
             if len(cand):
                 t = cand[[c for c in ("target", "n", "kendall_tau", "tau_ci_low", "tau_ci_high", "tau_tiebroken",
@@ -116,6 +147,16 @@ class Evaluation:
         if self.notes:
             out.append("Notes:\n\n" + "".join(f"* {n}\n" for n in self.notes))
         return "\n".join(out)
+
+
+#: the column the tables are sorted by: the tie-broken τ, which a score cannot raise by
+#: tying archs (τ-b can: depth's two values reach τ-b 0.68)
+SORT_BY = "tau_tiebroken"
+#: the rule every verdict is against: depth, then width, then size (a spec-only baseline)
+RULE = "depth_width_then_size"
+#: the metrics of the verdict, with how the line names them
+VERDICT_METRICS: tuple[tuple[str, str], ...] = (("tau_tiebroken", "tie-broken τ"),
+                                                ("tau_within_cell_tb", "within-cell τ (ties broken)"))
 
 
 def _is_candidate(rows: pd.DataFrame) -> pd.Series:
@@ -161,17 +202,20 @@ def _positions(name: str, value: Any, n: int) -> list[int] | None:
     return list(dict.fromkeys(int(v) for v in out if v is not None))
 
 
-def _resolve_proxy(proxy: Any, higher_is_better: bool) -> tuple[str, bool]:
+def _resolve_proxy(proxy: Any, higher_is_better: bool, version: str | None = None, batches: int = 1) -> tuple[str, bool]:
     """(registered name, whether it is a callable registered by this call)."""
     if callable(proxy) and not isinstance(proxy, str):
-        return register_callable(proxy, higher_is_better=higher_is_better), True
+        return register_callable(proxy, higher_is_better=higher_is_better, version=version, batches=batches), True
     if not isinstance(proxy, str) or not proxy:
         raise InvalidArgumentError(f"proxy = {proxy!r} is not allowed; allowed: a registered proxy name, 'module:function' "
                                    "or a callable (model, batch) -> float")
-    if any(proxy in registry.REGISTRY[s] for s in BENCHMARKS):
+    if any(proxy in registry.REGISTRY[s] for s in BENCHMARKS) and proxy not in CALLABLES:
+        if version is not None or batches != 1:
+            raise InvalidArgumentError(f"version/batches = {version!r}/{batches!r} are not allowed for the registered proxy "
+                                       f"{proxy!r}; allowed: only for a callable (model, batch) -> float")
         return proxy, False
     if ":" in proxy:
-        return register_callable(proxy, higher_is_better=higher_is_better), True
+        return register_callable(proxy, higher_is_better=higher_is_better, version=version, batches=batches), True
     known = sorted({n for s in BENCHMARKS for n in registry.REGISTRY[s]})
     raise InvalidArgumentError(f"proxy = {proxy!r} is not allowed; allowed: a registered proxy ({known}), "
                                "'module:function' or a callable (model, batch) -> float")
@@ -295,7 +339,7 @@ def _group_keys(space: str, items: _Items, sem: Semantics, dedupe: bool) -> list
 
 def _sweep(space: str, items: _Items, names: list[str], sem: Semantics, *, dedupe: bool, spec: BatchSpec, seed: int,
            dtype: str, bench: BenchmarkLike | None, cache: Path | None, jobs: int, executor: str, ray_address: str | None,
-           progress: bool, slurm: SlurmResources | None = None) -> pd.DataFrame:
+           progress: bool, slurm: SlurmResources | None = None, refresh: bool = False) -> pd.DataFrame:
     """Values of the model-based proxies ``names`` for every row, computing one
     representative per identical model; columns: the proxies, ``<proxy>__error``,
     ``model_key``, ``shared``, ``cached``, ``error``."""
@@ -309,7 +353,7 @@ def _sweep(space: str, items: _Items, names: list[str], sem: Semantics, *, dedup
     label = f"{space} {sem.key}: {len(reps)} models for {len(groups)} rows" if progress else None
     df = compute([items.compute_items[i] for i in reps], names, semantics=sem, seed=seed, dtype=dtype, batch=spec,
                  space=space, bench=bench, cache=cache, jobs=jobs, executor=executor, ray_address=ray_address, slurm=slurm,
-                 progress=False if label is None else True) if reps else pd.DataFrame()
+                 progress=False if label is None else True, refresh=refresh) if reps else pd.DataFrame()
     if label is not None and not df.empty:
         print(f"{label}: {int((~df.cached.astype(bool)).sum())} computed, {int(df.cached.astype(bool).sum())} from the cache",
               file=sys.stderr, flush=True)
@@ -324,17 +368,25 @@ def _sweep(space: str, items: _Items, names: list[str], sem: Semantics, *, dedup
     return pd.DataFrame(out)
 
 
-def _probe(space: str, key: Any, name: str, spec: BatchSpec, sem: Semantics, seed: int, dtype: str) -> None:
-    """Run a callable proxy on one model before the sweep: a broken function (wrong
-    signature, a non-number returned) fails here, in seconds, naming the arch."""
+def _probe(space: str, key: Any, name: str, spec: BatchSpec, sem: Semantics, seed: int, dtype: str) -> str | None:
+    """Run a callable proxy on one model before the sweep; None if it gave a number, else
+    the one-line reason (a wrong signature for this benchmark's model, a non-number
+    returned), naming the arch - in seconds, before any sweep."""
     from .proxies.engine import run_one
     from .proxies.inputs import make_batch
 
     row = run_one(space, key, registry.get(space, [name]), spec, make_batch(spec), sem, seed, dtype)
     err = row.get(f"{name}__error")
-    if err:
-        raise InvalidArgumentError(err.split(": ", 1)[1] if err.startswith(ProxyReturnError.__name__) else
-                                   f"proxy {name!r} failed on {space} arch {key} (semantics {sem.key}): {err}")
+    if not err:
+        return None
+    line = " ".join(str(err).split())  # one line, whatever the exception's text held
+    return (line.split(": ", 1)[1] if line.startswith(ProxyReturnError.__name__) else
+            f"proxy {name!r} failed on the first {space} model ({_short_key(key)}, semantics {sem.key}): {line}")
+
+
+def _short_key(key: Any) -> str:
+    text = f"arch {key}" if not hasattr(key, "hash") else f"recipe {key.hash}"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # -- the entry point -------------------------------------------------------------------------
@@ -360,6 +412,9 @@ def evaluate(
     dtype: str = "float32",
     bootstrap: int = 200,
     bench: BenchmarkLike | None = None,
+    batches: int = 1,
+    version: str | None = None,
+    refresh: bool = False,
     report: str | os.PathLike[str] | None = None,
 ) -> Evaluation:
     """Rank ``proxy`` on the benchmarks beside the trivial baselines and the published
@@ -386,6 +441,8 @@ def evaluate(
     ``batch``: BatchSpec fields for every benchmark, or ``{benchmark: fields or
     BatchSpec}``. ``bootstrap``/``seed``: the intervals' resamples and the proxy seed.
     ``bench``: the benchmark; without one it is loaded here (``Benchmark.load``), once.
+    ``batches``, ``version``, ``refresh``: the callable's batch count, cache label and a full
+    recompute; the benchmark probe and the NaN/inf rule are in the module docstring.
     ``report``: a folder to write the paper-ready report to (:mod:`nasbench_bert.report`:
     tables in Markdown and LaTeX, two figures, the per-arch values), checked before any work.
     """
@@ -405,12 +462,13 @@ def evaluate(
     cache_dir = _cache_dir(cache)
     report_dir = check_report_dir(report)
     # a callable stays registered in this process: its workers and a rerun find it by name
-    name, callable_proxy = _resolve_proxy(proxy, higher_is_better)
+    name, callable_proxy = _resolve_proxy(proxy, higher_is_better, version, batches)
     bms = _benchmarks(benchmarks, name)
     _check_compare(compare, bms)
     bench = ensure_benchmark(bench)
     run = _Run(name, callable_proxy, sems, compare, tasks, dedupe, cache_dir, jobs, executor, ray_address, progress,
-               seed, dtype, bootstrap, bench, _selections(bench, bms, ids, nlp_ids), _batches(batch, bms), slurm=res)
+               seed, dtype, bootstrap, bench, _selections(bench, bms, ids, nlp_ids), _batches(batch, bms), slurm=res,
+               refresh=check_bool("refresh", refresh), named=benchmarks is not None)
     return report_run(_evaluate(run, bms, t0), report_dir, run)
 
 
@@ -486,6 +544,12 @@ class _Run:
     shared: int = 0
     #: the array tasks' resources (executor "slurm")
     slurm: SlurmResources | None = None
+    #: compute every model again (the cache is overwritten)
+    refresh: bool = False
+    #: whether the user named the benchmarks (a callable that fails on one then fails the call)
+    named: bool = False
+    verdicts: dict[tuple[str, str], str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -510,11 +574,41 @@ class _Roles:
                    [n for n in [name, *comp] if reg[n].analytic] + published + base)
 
 
+def _probe_benchmarks(run: _Run, bms: list[str]) -> list[str]:
+    """The benchmarks a callable runs on: its first call on the first model of each,
+    before any sweep. One it rejects is skipped with a note, unless the user named it;
+    none accepted, or a named one rejected, fails the call with one line."""
+    if not run.callable_proxy:
+        return bms
+    fails: dict[str, str] = {}
+    for bm in bms:
+        items = _BENCHMARK_SPECS[bm].items(run.bench, run.selection[bm][:1] if run.selection[bm] else [0])
+        if items.keys:
+            err = _probe(bm, items.keys[0], run.name, run.specs[bm], run.sems[0], run.seed, run.dtype)
+            if err is not None:
+                fails[bm] = err
+    named = [bm for bm in fails if run.named]
+    if named:
+        raise InvalidArgumentError(fails[named[0]])
+    ok = [bm for bm in bms if bm not in fails]
+    if not ok:
+        raise InvalidArgumentError("; ".join(fails.values()) if len(fails) == 1 else
+                                   f"proxy {run.name!r} fits none of {bms}: " + "; ".join(fails.values()))
+    for bm, err in fails.items():
+        run.skipped[bm] = err
+        run.notes.append(f"{bm} skipped (not named in benchmarks, and the callable rejects its model): {err}")
+    return ok
+
+
 def _evaluate(run: _Run, bms: list[str], t0: float) -> Evaluation:
     rows: list[pd.DataFrame] = []
     values: list[pd.DataFrame] = []
+    bms = _probe_benchmarks(run, bms)
     for bm in bms:
         _evaluate_benchmark(run, bm, rows, values)
+    if not rows:
+        raise InvalidArgumentError(f"proxy {run.name!r} returned NaN on every model of {bms} under "
+                                   f"{[s.key for s in run.sems]}; nothing to rank (notes: {' | '.join(run.notes)})")
     if run.shared:
         run.notes.append(f"{run.shared} rows reused the computation of an identical model (same plan under the same "
                          "semantics; NAS-Bench-NLP: the same recipe)")
@@ -525,7 +619,7 @@ def _evaluate(run: _Run, bms: list[str], t0: float) -> Evaluation:
     out["_t"], out["_k"] = out.target.map(targets), out.kind.map(kinds)
     out = out.sort_values(["_b", "_s", "_t", "_k"], kind="stable").drop(columns=["_b", "_s", "_t", "_k"]).reset_index(drop=True)
     return Evaluation(run.name, out, pd.concat(values, ignore_index=True), tuple(run.notes), time.perf_counter() - t0,
-                      run.computed, run.cached, run.shared)
+                      run.computed, run.cached, run.shared, dict(run.verdicts), dict(run.skipped))
 
 
 def _evaluate_benchmark(run: _Run, bm: str, rows: list[pd.DataFrame], values: list[pd.DataFrame]) -> None:
@@ -541,8 +635,6 @@ def _evaluate_benchmark(run: _Run, bm: str, rows: list[pd.DataFrame], values: li
     if spec.note is not None:
         run.notes.append(spec.note(items))
     semantics_free = not spec.models_follow_semantics and bool(modelled) and all(reg[n].model_only for n in modelled)
-    if run.callable_proxy and name in modelled and items.keys:
-        _probe(bm, items.keys[0], name, run.specs[bm], run.sems[0], run.seed, run.dtype)
     swept: pd.DataFrame | None = None
     for k, sem in enumerate(run.sems):
         if modelled and (swept is None or not semantics_free):
@@ -552,7 +644,8 @@ def _evaluate_benchmark(run: _Run, bm: str, rows: list[pd.DataFrame], values: li
                              f"(under {run.sems[0].key}) for every semantics")
         frame = _values_frame(run, bm, items, sem, swept, roles)
         scored = _score_frame(run, bm, frame, sem, roles)
-        rows.append(scored)
+        if scored is not None:
+            rows.append(scored)
         frame.insert(0, "benchmark", bm)
         values.append(frame)
 
@@ -562,7 +655,8 @@ def _sweep_counted(run: _Run, bm: str, items: _Items, modelled: list[str], sem: 
     callable that returned a non-number fails the call."""
     swept = _sweep(bm, items, modelled, sem, dedupe=run.dedupe, spec=run.specs[bm], seed=run.seed, dtype=run.dtype,
                    bench=run.bench, cache=None if run.cache_dir is None else run.cache_dir / bm, jobs=run.jobs,
-                   executor=run.executor, ray_address=run.ray_address, progress=run.progress, slurm=run.slurm)
+                   executor=run.executor, ray_address=run.ray_address, progress=run.progress, slurm=run.slurm,
+                   refresh=run.refresh)
     reps = swept[~swept.shared.astype(bool)]
     run.computed += int((~reps.cached.astype(bool)).sum())
     run.cached += int(reps.cached.astype(bool).sum())
@@ -592,18 +686,113 @@ def _values_frame(run: _Run, bm: str, items: _Items, sem: Semantics, swept: pd.D
     return frame
 
 
-def _score_frame(run: _Run, bm: str, frame: pd.DataFrame, sem: Semantics, roles: _Roles) -> pd.DataFrame:
-    """The leaderboard rows of ``frame``: every score against the benchmark's targets."""
+def ranked_values(x: Any) -> np.ndarray:
+    """The NaN/inf rule of :func:`evaluate` on one score's values: NaN stays NaN (left
+    out), +inf becomes a value above every finite one and -inf one below (equal
+    infinities stay tied), so every rank metric sees +inf as the largest value."""
+    v = np.asarray(x, dtype=float).copy()
+    fin = v[np.isfinite(v)]
+    lo, hi = (float(fin.min()), float(fin.max())) if fin.size else (0.0, 0.0)
+    span = max(hi - lo, 1.0)
+    v[v == np.inf] = hi + span
+    v[v == -np.inf] = lo - span
+    return v
+
+
+def _nonfinite_note(bm: str, sem: Semantics, name: str, frame: pd.DataFrame) -> str | None:
+    """"`name` returned NaN/inf on k of n models" (models: distinct computations), or None."""
+    x = frame[name].to_numpy(dtype=float)
+    bad = ~np.isfinite(x)
+    if not bad.any():
+        return None
+    keys = frame["model_key"].to_numpy() if "model_key" in frame else np.arange(len(frame))
+    n_models, k = len(pd.unique(keys)), len(pd.unique(keys[bad]))
+    kinds = [f"{what} on {int(m.sum())}" for what, m in (("NaN", np.isnan(x)), ("+inf", x == np.inf),
+                                                          ("-inf", x == -np.inf)) if m.any()]
+    return (f"{bm} {sem.key}: `{name}` returned NaN/inf on {k} of {n_models} models ({', '.join(kinds)} of {len(x)} "
+            "rows); NaN rows are left out for every score of this table, +inf ranks above every finite value, -inf below")
+
+
+def _score_frame(run: _Run, bm: str, frame: pd.DataFrame, sem: Semantics, roles: _Roles) -> pd.DataFrame | None:
+    """The leaderboard rows of ``frame``: every score against the benchmark's targets, on
+    the rows where the proxy is not NaN (the rule of :func:`evaluate`); None when it is
+    NaN on every row (a note says so)."""
     from .scoring import score
 
     spec = _BENCHMARK_SPECS[bm]
+    name = run.name
+    note = _nonfinite_note(bm, sem, name, frame)
+    if note:
+        run.notes.append(note)
+    keep = ~np.isnan(frame[name].to_numpy(dtype=float))
+    if not keep.any():
+        run.notes.append(f"{bm} {sem.key}: `{name}` is NaN on every row; nothing ranked there")
+        return None
+    ranked = frame.loc[keep].reset_index(drop=True)
+    for p in roles.proxies:
+        if p in ranked:
+            ranked[p] = ranked_values(ranked[p])
     target = [spec.headline, *spec.task_targets] if run.tasks and spec.task_targets else spec.headline
-    scored = score(frame, target, proxies=roles.proxies, space=bm, control=spec.control, bootstrap=run.bootstrap,
+    scored = score(ranked, target, proxies=roles.proxies, space=bm, control=spec.control, bootstrap=run.bootstrap,
                    seed=run.seed, bench=run.bench)
     scored.insert(0, "kind", scored.proxy.map(roles.kind))
     scored.insert(0, "semantics", sem.key)
     scored.insert(0, "benchmark", bm)
+    _verdict(run, bm, sem, ranked, scored)
     return scored
+
+
+def _verdict(run: _Run, bm: str, sem: Semantics, ranked: pd.DataFrame, scored: pd.DataFrame) -> None:
+    """The candidate against :data:`RULE` on the headline target, on the same rows and the
+    same bootstrap resamples (:func:`nasbench_bert.metrics.paired_difference`): the line
+    goes in ``run.verdicts``, the differences in the candidate's headline row
+    (``rule_diff_<metric>`` with ``_ci_low``/``_ci_high``)."""
+    from .metrics import paired_difference
+    from .scoring import _target_values, rank_context  # the target exactly as score() reads it
+
+    spec, name = _BENCHMARK_SPECS[bm], run.name
+    reg = registry.REGISTRY[bm]
+    what = f"{bm}, `{sem.key}`, {spec.headline_label}"
+    head = scored[scored.target == spec.headline]
+    if RULE not in ranked or RULE == name or not (head.proxy == name).any():
+        run.verdicts[(bm, sem.key)] = (f"**Verdict** ({what}): no `{RULE}` rule on this benchmark; read the proxy "
+                                       "against the baselines in the table")
+        return
+    y = _target_values(ranked, spec.headline, run.bench, bm)[0]
+    sign = {p: 1.0 if reg[p].higher_is_better else -1.0 for p in (name, RULE)}
+    x1, x2 = ranked[name].to_numpy(dtype=float) * sign[name], ranked[RULE].to_numpy(dtype=float) * sign[RULE]
+    ctx = rank_context(ranked, bm, run.bench)
+    diff = paired_difference(x1, x2, y, ctx, names=[m for m, _ in VERDICT_METRICS], bootstrap=run.bootstrap,
+                             seed=run.seed)
+    mine, rule = head[head.proxy == name].iloc[0], head[head.proxy == RULE].iloc[0]
+    at = head.index[head.proxy == name][0]
+    parts, calls = [], []
+    for m, label in VERDICT_METRICS:
+        d = diff[m]
+        for sfx, v in (("", d.value), ("_ci_low", d.ci_low), ("_ci_high", d.ci_high)):
+            scored.loc[at, f"rule_diff_{m}{sfx}"] = v
+        ci = "" if np.isnan(d.ci_low) else f" [{d.ci_low:+.3f}, {d.ci_high:+.3f}]"
+        parts.append(f"{label} {_num(mine.get(m))} vs {_num(rule.get(m))}, paired {_num(d.value, True)}{ci}")
+        if np.isnan(d.value):
+            calls.append("not comparable")
+        elif np.isnan(d.ci_low):
+            calls.append(("above" if d.value > 0 else "below" if d.value < 0 else "level with") + " (no interval)")
+        else:
+            calls.append("above" if d.ci_low > 0 else "below" if d.ci_high < 0 else "level with")
+    said = calls[0] if calls[0] == calls[1] else f"{calls[0]} (tie-broken τ) / {calls[1]} (within cells)"
+    run.verdicts[(bm, sem.key)] = (f"**Verdict** ({what}, n = {int(mine['n'])}): `{name}` is {said} the `{RULE}` rule: "
+                                   + "; ".join(parts) + " (paired over the same rows and resamples, 95 % bootstrap)")
+
+
+def _num(v: Any, signed: bool = False) -> str:
+    """A figure of the verdict line ("–" where not defined)."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return "–"
+    if f != f:
+        return "–"
+    return f"{f:+.3f}" if signed else f"{f:.3f}"
 
 
 def _raise_on_bad_returns(swept: pd.DataFrame, name: str, space: str, sem: Semantics) -> None:
@@ -615,4 +804,4 @@ def _raise_on_bad_returns(swept: pd.DataFrame, name: str, space: str, sem: Seman
         raise InvalidArgumentError(f"{bad[0].split(': ', 1)[1]} ({space}, semantics {sem.key}; {len(bad)} model(s) so)")
 
 
-__all__ = ["Evaluation", "evaluate", "nlp_runs", "BENCHMARKS", "KINDS"]
+__all__ = ["Evaluation", "evaluate", "nlp_runs", "ranked_values", "BENCHMARKS", "KINDS", "RULE", "SORT_BY"]

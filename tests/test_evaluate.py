@@ -344,3 +344,319 @@ def test_one_list_of_spaces_and_row_kinds():
     assert registry.SPACES == evaluation.BENCHMARKS == tuple(scoring.SCORING_SPACES) == vocabulary.SPACES
     assert evaluation.KINDS == vocabulary.ROW_KINDS
     assert [evaluation._label("p", k) for k in evaluation.KINDS] == ["**p**", "p", "p (published)", "p (baseline)"]
+
+
+# -- issue 29, item 6: writing a proxy ---------------------------------------------------------
+FAST = dict(benchmarks="flexibert", ids=[0, 3, 5], batch=SMALL, bootstrap=0, progress=False, tasks=False)
+
+
+def _flex_capture(arch, needs, sem, seed=0):
+    from nasbench_bert.proxies.capture_bert import capture_flexibert
+
+    return capture_flexibert(arch, needs, make_batch(default_batch("flexibert", **SMALL)), sem, seed)
+
+
+@pytest.mark.parametrize("sem", ["as_trained", "as_specified"])
+def test_objective_is_what_the_gradient_proxies_differentiate_flexibert(bench, sem):
+    """proxies.objective on the callable's fresh model: the same scalar as the package's
+    pass (capture.objective_value of its output) and the same parameter gradients as the
+    pass's backward, bit for bit (eval mode: no dropout draw)."""
+    from nasbench_bert.proxies.capture import objective_value
+
+    arch = bench.query(3, charge=False).arch
+    s = get_semantics(sem)
+    ref = _flex_capture(arch, {"backward"}, sem, seed=4)
+    want_value = objective_value(ref.output, s.protocol.objective, 4)
+    mine = _flex_capture(arch, {"model"}, sem, seed=4)
+    r = proxies.objective(mine.model, mine.batch, semantics=sem, seed=4)
+    assert r.item() == want_value.item()
+    r.backward()
+    ref_grads = {n: p.grad for n, p in ref.model.named_parameters() if p.grad is not None}
+    my_grads = {n: p.grad for n, p in mine.model.named_parameters() if p.grad is not None}
+    assert ref_grads.keys() == my_grads.keys() and ref_grads
+    for n in ref_grads:
+        assert torch.equal(ref_grads[n], my_grads[n]), n
+    # another seed: another projection P, another objective (the seed is honoured)
+    assert float(proxies.objective(mine.model, mine.batch, semantics=sem, seed=5)) != float(want_value)
+
+
+def test_objective_nlp_and_inside_a_callable(bench):
+    """NAS-Bench-NLP: the sum of the decoder logits (as_trained) and of the last RNN
+    output before the decoder (authors), as the capture records them; inside a callable
+    the semantics and seed are the call's own."""
+    from nasbench_bert.proxies.capture import objective_value
+    from nasbench_bert.proxies.capture_nlp import capture_nlp
+
+    recipe = parse_recipe(nlp_runs(bench).recipe.iloc[0])
+    nb = make_batch(default_batch("nlp", **SMALL))
+    for sem in ("as_trained", "authors"):
+        ref = capture_nlp(recipe, {"forward"}, nb, sem, 0)
+        mine = capture_nlp(recipe, {"model"}, nb, sem, 0)
+        got = float(proxies.objective(mine.model, nb, semantics=sem))
+        assert got == pytest.approx(float(ref.output.sum()), rel=1e-6), sem
+    with pytest.raises(InvalidArgumentError, match="semantics"):
+        proxies.objective(mine.model, nb)  # outside a callable: the semantics must be given
+
+    def objective_value_proxy(model, batch):
+        return proxies.objective(model, batch).detach()
+
+    res = proxies.evaluate(objective_value_proxy, semantics=["as_trained", "authors"], bench=bench, **FAST)
+    for sem in ("as_trained", "authors"):
+        s = get_semantics(sem)
+        for i in FAST["ids"]:
+            ref = _flex_capture(bench.query(i, charge=False).arch, {"forward"}, sem)
+            got = res.values[(res.values.semantics == sem) & (res.values.id == i)][res.proxy].item()
+            want = float(objective_value(ref.output, s.protocol.objective, 0))
+            if sem == "as_trained":
+                assert got == want
+            else:  # authors: train mode, and the callable's dropout masks come from its own seeded draw
+                assert math.isfinite(got)
+
+
+def test_batches_gives_a_list_of_distinct_batches(bench):
+    seen = []
+
+    def two(model, batches):
+        seen.append([b.input_ids.clone() for b in batches])
+        return float(len(batches))
+
+    res = proxies.evaluate(two, batches=2, bench=bench, **FAST)
+    assert (res.values[res.proxy] == 2.0).all()
+    first, second = seen[0]
+    assert torch.equal(first, make_batch(default_batch("flexibert", **SMALL)).input_ids)
+    assert torch.equal(second, make_batch(default_batch("flexibert", seed=1, **SMALL)).input_ids)
+    with pytest.raises(InvalidArgumentError, match="batches"):
+        proxies.evaluate(two, batches=0, bench=bench, **FAST)
+    with pytest.raises(InvalidArgumentError, match="batches"):
+        proxies.evaluate("depth", batches=2, bench=bench, **FAST)
+
+
+def _write_module(path, sign: str) -> None:
+    path.write_text("import torch\n\n"
+                    "def helper(x):\n"
+                    f"    return {sign}float(x.mean())\n\n"
+                    "def score(model, batch):\n"
+                    "    with torch.no_grad():\n"
+                    "        return helper(model(batch.input_ids, batch.attention_mask, batch.token_type_ids))\n")
+
+
+def test_cache_key_covers_the_module_file_closures_version_and_refresh(bench, tmp_path, monkeypatch):
+    """The issue's stale cache: a helper's sign flipped in the same file is recomputed
+    (τ changes sign), two closures of one factory do not share values, version= names the
+    definition instead, and refresh recomputes."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = tmp_path / "signprox.py"
+    _write_module(mod, "")
+    kw = dict(FAST, bench=bench, cache=tmp_path / "c")
+    a = proxies.evaluate(f"{mod}:score", **kw)
+    assert a.computed > 0 and a.cached == 0
+    again = proxies.evaluate(f"{mod}:score", **kw)
+    assert again.computed == 0 and again.cached == a.computed
+    _write_module(mod, "-")
+    import importlib
+    import sys as _sys
+
+    for k in [k for k in _sys.modules if k.startswith("nasbench_bert_user_")]:  # a new process would re-import the file
+        del _sys.modules[k]
+    b = proxies.evaluate(f"{mod}:score", **kw)
+    assert b.cached == 0 and b.computed == a.computed
+    np.testing.assert_allclose(b.values[b.proxy].to_numpy(), -a.values[a.proxy].to_numpy())
+    assert b.candidate().kendall_tau.item() == pytest.approx(-a.candidate().kendall_tau.item())
+    importlib.invalidate_caches()
+
+    # closures: one factory, two values -> two keys; the same value -> the same key
+    def factory(k):
+        def scaled(model, batch):
+            with torch.no_grad():
+                return k * float(model(batch.input_ids, batch.attention_mask, batch.token_type_ids).mean())
+        return scaled
+
+    p1 = proxies.evaluate(factory(1.0), **kw)
+    p2 = proxies.evaluate(factory(2.0), **kw)
+    assert p2.cached == 0
+    np.testing.assert_allclose(p2.values[p2.proxy].to_numpy(), 2 * p1.values[p1.proxy].to_numpy())
+    assert proxies.evaluate(factory(2.0), **kw).computed == 0
+    # default values count too
+    def with_default(model, batch, k=1.0):
+        return k
+    from nasbench_bert.proxies.callables import _version
+
+    def with_other_default(model, batch, k=3.0):
+        return k
+    with_other_default.__qualname__ = with_default.__qualname__
+    assert _version(with_default) != _version(with_other_default)
+    # an explicit version names the definition: the same label is served whatever changed
+    v1 = proxies.evaluate(factory(5.0), version="v1", **kw)
+    v1b = proxies.evaluate(factory(7.0), version="v1", **kw)
+    assert v1.computed > 0 and v1b.computed == 0
+    # refresh: everything again
+    r = proxies.evaluate(factory(2.0), refresh=True, **kw)
+    assert r.cached == 0 and r.computed == p2.computed
+    with pytest.raises(InvalidArgumentError, match="refresh"):
+        proxies.evaluate(factory(2.0), refresh="yes", **kw)
+
+
+_FLAKY = {"fail_on": None}
+
+
+def flaky(model, batch):
+    """out_sum, but raising on models whose layer count is _FLAKY['fail_on']."""
+    if len(model.layers) == _FLAKY["fail_on"]:
+        raise RuntimeError("transient failure")
+    return out_sum(model, batch)
+
+
+def test_failed_models_are_retried_not_cached(bench, tmp_path):
+    kw = dict(FAST, bench=bench, cache=tmp_path / "c")
+    _FLAKY["fail_on"] = 2  # id 0 (the probe's) is a 4-layer arch, 3 and 5 are 2-layer
+    try:
+        a = proxies.evaluate(flaky, **kw)
+    finally:
+        _FLAKY["fail_on"] = None
+    assert any("failed on 2 of 3 rows" in n and "transient failure" in n for n in a.notes)
+    assert a.candidate().n.item() == 1
+    b = proxies.evaluate(flaky, **kw)
+    assert b.computed == 2 and b.cached == 1 and b.candidate().n.item() == 3
+    assert not any("failed" in n for n in b.notes)
+
+
+def test_probe_before_any_work(bench, tmp_path):
+    """A callable that rejects a benchmark's model: skipped with a one-line note when the
+    benchmark was not named; one line and no work when it was, or when it fits none."""
+    def flexibert_only(model, batch):
+        with torch.no_grad():
+            return float(model(batch.input_ids, batch.attention_mask, batch.token_type_ids).norm())
+
+    kw = dict(ids=[0, 3, 5], nlp_ids=[0, 1, 2], batch=SMALL, bootstrap=0, progress=False, tasks=False, bench=bench)
+    res = proxies.evaluate(flexibert_only, **kw)
+    assert set(res.candidate().benchmark) == {"flexibert"} and list(res.skipped) == ["nlp"]
+    assert "'tuple' object has no attribute 'norm'" in res.skipped["nlp"] and "\n" not in res.skipped["nlp"]
+    assert any(n.startswith("nlp skipped") for n in res.notes)
+    cache = tmp_path / "c"
+    with pytest.raises(InvalidArgumentError, match="first nlp model") as e:
+        proxies.evaluate(flexibert_only, **{**kw, "benchmarks": ["flexibert", "nlp"]}, cache=cache)
+    assert "\n" not in str(e.value) and not list(cache.rglob("*.parquet"))  # before any work
+
+    def fits_none(model, batch):
+        raise ValueError("no\nthanks")
+
+    with pytest.raises(InvalidArgumentError, match="fits none") as e:
+        proxies.evaluate(fits_none, **kw, cache=cache)
+    assert "\n" not in str(e.value) and not list(cache.rglob("*.parquet"))
+
+
+_INF = {}
+
+
+def nonfinite(model, batch):
+    """A value per model from _INF, keyed by out_sum (distinct across these archs)."""
+    return _INF[float(out_sum(model, batch))]
+
+
+def test_nan_and_inf_rule(bench):
+    """NaN left out for every score of the table (the baselines on exactly the proxy's
+    rows), +inf above every finite value, -inf below, in both orientations; the note
+    counts them; all-NaN is one line."""
+    from nasbench_bert.evaluation import ranked_values
+
+    ids = list(range(8))
+    base = proxies.evaluate(out_sum, benchmarks="flexibert", ids=ids, batch=SMALL, bootstrap=0, progress=False,
+                            tasks=False, bench=bench, dedupe=False)
+    keys = base.values[base.proxy].to_numpy(dtype=float)
+    assert len(set(keys)) == len(ids)
+    raw = keys.copy()
+    raw[0], raw[1], raw[2], raw[3] = math.nan, math.inf, -math.inf, math.inf
+    _INF.clear()
+    _INF.update({k: x for k, x in zip(keys, raw)})
+    for hib in (True, False):
+        res = proxies.evaluate(nonfinite, benchmarks="flexibert", ids=ids, batch=SMALL, bootstrap=0, progress=False,
+                               tasks=False, bench=bench, dedupe=False, higher_is_better=hib)
+        rows = res.rows[res.rows.target == "glue"]
+        assert (rows.n == 7).all()  # every score on the proxy's 7 rows
+        note = [n for n in res.notes if "NaN/inf" in n]
+        assert len(note) == 1 and "on 4 of 8 models" in note[0] and "+inf on 2" in note[0] and "-inf on 1" in note[0]
+        # the reference: scoring.score on the same 11 rows with inf mapped to the ends
+        frame = pd.DataFrame({"id": ids[1:], "x": ranked_values(raw[1:])})
+        want = scoring.score(frame, "glue", proxies=["x"], bootstrap=0, bench=bench)
+        cand = res.candidate().iloc[0]
+        sign = 1 if hib else -1
+        assert cand.kendall_tau == pytest.approx(sign * want.kendall_tau.item())
+        assert cand.tau_tiebroken == pytest.approx(sign * want.tau_tiebroken.item())
+        base_rows = scoring.score(pd.DataFrame({"id": ids[1:]}).assign(  # depth, on the 7 rows only
+            layers=[float(str(bench.query(i, charge=False).arch).count("/")) for i in ids[1:]]), "glue",
+            proxies=["layers"], bootstrap=0, bench=bench)
+        assert rows[rows.proxy == "depth"].kendall_tau.item() == pytest.approx(base_rows.kendall_tau.item())
+    np.testing.assert_array_equal(ranked_values([1.0, math.inf, -math.inf, math.nan, 3.0, math.inf]),
+                                  [1.0, 5.0, -1.0, math.nan, 3.0, 5.0])
+    _INF.update({k: math.nan for k in keys})
+    with pytest.raises(InvalidArgumentError, match="NaN on every model"):
+        proxies.evaluate(nonfinite, benchmarks="flexibert", ids=ids, batch=SMALL, bootstrap=0, progress=False,
+                         tasks=False, bench=bench, dedupe=False)
+
+
+def _tables(md):
+    """(header cells, body rows) of each Markdown table of ``md``."""
+    out, lines = [], md.splitlines()
+    for k, line in enumerate(lines):
+        if line.startswith("| ") and k + 1 < len(lines) and lines[k + 1].startswith("|---"):
+            body = []
+            for row in lines[k + 2:]:
+                if not row.startswith("| "):
+                    break
+                body.append([c.strip() for c in row.strip("|").split(" | ")])
+            out.append(([c.strip() for c in line.strip("|").split(" | ")], body))
+    return out
+
+
+def test_table_sorted_by_tiebroken_tau_with_a_verdict_each_column_once(bench):
+    res = proxies.evaluate(out_sum, ids=list(range(0, 500, 25)), nlp_ids=list(range(0, 275, 50)), batch=SMALL,
+                           bootstrap=30, progress=False, bench=bench)
+    md = res.to_markdown()
+    tables = _tables(md)
+    assert len(tables) >= 3  # flexibert headline + per task, nlp headline
+    for head, body in tables:
+        assert len(head) == len(set(head)), head  # each column once (NAS-Bench-NLP printed the partial τ twice)
+    rows = res.rows
+    for (bm, sem), block in rows[rows.target.isin(["glue", "test_loss"])].groupby(["benchmark", "semantics"]):
+        want = block.sort_values("tau_tiebroken", ascending=False, na_position="last", kind="stable")
+        table = next(t for t in tables if any(r[0] == f"**{res.proxy}**" for r in t[1]) and len(t[1]) == len(block))
+        names = [r[0].replace("**", "").replace(" (baseline)", "").replace(" (published)", "") for r in table[1]]
+        assert names == list(want.proxy), bm
+    # the verdict: the paired difference of metrics.paired_difference on the same rows and resamples
+    from nasbench_bert import metrics
+
+    line = res.verdicts[("flexibert", "as_trained")]
+    assert md.index(line) < md.index("| proxy |") and line.startswith("**Verdict**") and "\n" not in line
+    v = res.values[res.values.benchmark == "flexibert"]
+    frame = v[["id", res.proxy, "depth_width_then_size"]]
+    y = scoring._target_values(frame, "glue", bench, "flexibert")[0]
+    want = metrics.paired_difference(frame[res.proxy].to_numpy(float), frame["depth_width_then_size"].to_numpy(float), y,
+                                     scoring.rank_context(frame, "flexibert", bench), bootstrap=30, seed=0)
+    cand = res.candidate().set_index("target").loc["glue"]
+    for m in ("tau_tiebroken", "tau_within_cell_tb"):
+        assert cand[f"rule_diff_{m}"] == pytest.approx(want[m].value)
+        assert (cand[f"rule_diff_{m}_ci_low"], cand[f"rule_diff_{m}_ci_high"]) == pytest.approx(
+            (want[m].ci_low, want[m].ci_high))
+        assert f"paired {want[m].value:+.3f} [{want[m].ci_low:+.3f}, {want[m].ci_high:+.3f}]" in line
+    rule = res.rows[(res.rows.benchmark == "flexibert") & (res.rows.target == "glue") &
+                    (res.rows.proxy == "depth_width_then_size")].iloc[0]
+    assert cand.tau_tiebroken - rule.tau_tiebroken == pytest.approx(want["tau_tiebroken"].value)
+    assert "no `depth_width_then_size` rule" in res.verdicts[("nlp", "as_trained")]
+
+
+def test_paired_difference():
+    from nasbench_bert import metrics
+
+    rng = np.random.default_rng(1)
+    y = rng.normal(size=40)
+    x1, x2 = y + rng.normal(size=40), np.round(y + 2 * rng.normal(size=40))
+    ctx = metrics.RankContext(cells=rng.integers(0, 4, 40))
+    d = metrics.paired_difference(x1, x2, y, ctx, bootstrap=100, seed=2)
+    a, b = metrics.rank_metrics(x1, y, ctx, bootstrap=0), metrics.rank_metrics(x2, y, ctx, bootstrap=0)
+    for m in ("tau_tiebroken", "tau_within_cell_tb"):
+        assert d[m].value == pytest.approx(a[m].value - b[m].value)
+        assert d[m].ci_low <= d[m].value <= d[m].ci_high
+    same = metrics.paired_difference(x1, x1, y, ctx, bootstrap=50)
+    assert all((e.value, e.ci_low, e.ci_high) == (0.0, 0.0, 0.0) for e in same.values())
+    with pytest.raises(InvalidArgumentError, match="names"):
+        metrics.paired_difference(x1, x2, y, names=["spearman_rho"])

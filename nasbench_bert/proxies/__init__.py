@@ -22,6 +22,7 @@ _EXPORTS = {
     "register": ".registry", "get": ".registry", "REGISTRY": ".registry", "NEEDS": ".registry",
     "Proxy": ".registry", "ProxyValue": ".registry",
     "evaluate": "..evaluation", "Evaluation": "..evaluation", "register_callable": ".callables",
+    "objective": ".callables",
     "score": "..scoring", "score_stored": "..scoring", "scatter": "..scoring",
     "partial_tau": "..scoring", "to_markdown": "..scoring",
 }

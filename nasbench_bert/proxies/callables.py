@@ -22,23 +22,39 @@ allowed (the model is fresh for each call). It must return a real number (int, f
 numpy scalar or a one-element tensor); anything else is a
 :class:`ProxyReturnError` naming the proxy and the arch.
 
-The name is the cache identity; the version is a digest of the function's source, so
-editing the function invalidates its cached values.
+A gradient proxy differentiates :func:`objective` (``objective(model, batch)``): the
+scalar the package's own gradient proxies differentiate under the semantics the call
+runs in, so a new gradient score and the built-in ones answer the same question.
+With ``batches=n`` (n >= 2) the callable receives a list of n batches instead of one:
+the protocol's batch and the same batch spec drawn with seeds ``seed + 1 ... seed + n - 1``.
+
+**The cache key.** The name (``module:qualname``) says which function, the version says
+which definition: a digest of the module *file* (its resolved path and the hash of its
+content: editing a helper in the same file invalidates the values), the qualname, the
+values of its closure cells and its default arguments (two closures of one factory
+never share a key), and ``batches``. A helper in another module is not covered: pass
+``version=`` (any string), which replaces the file, closure and default digest.
 """
 
 from __future__ import annotations
 
+import contextvars
+import dataclasses
 import hashlib
 import importlib
 import importlib.util
 import inspect
+import json
 import numbers
+import pickle
 import sys
+import types
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from ..checks import check_int
 from ..errors import InvalidArgumentError
 from .registry import NAME_RESOLVERS, REGISTRY, SPACES, Proxy, ProxyValue
 
@@ -92,14 +108,103 @@ def load_callable(spec: str) -> Callable[..., Any]:
     return obj
 
 
-def _version(fn: Callable[..., Any]) -> int:
-    """A digest of the function's source (its bytecode where the source is unavailable)."""
+def _version(fn: Callable[..., Any], version: str | None = None, batches: int = 1) -> int:
+    """The cache version of ``fn`` (see the module docstring): what its value depends on,
+    digested. ``version`` (the user's own label) replaces the file, closure and default
+    parts; ``batches`` is always part of it (the callable sees other inputs)."""
+    parts: list[Any] = [callable_name(fn), f"batches={batches}"]
+    if version is not None:
+        parts += ["version", str(version)]
+    else:
+        parts += _definition(fn, depth=0)
+    return int(hashlib.sha1(json.dumps(parts).encode()).hexdigest()[:12], 16)
+
+
+#: how deep closures of closures are followed (a recursive closure stops here)
+_MAX_DEPTH = 4
+
+
+def _definition(fn: Any, depth: int) -> list[Any]:
+    """The parts of ``fn``'s definition its values depend on: its module file (path and
+    content hash; its source or bytecode where there is no file), its closure cell
+    values and its default arguments."""
+    target = fn if inspect.isroutine(fn) else type(fn)  # a callable object: its class's file
+    out: list[Any] = [getattr(target, "__qualname__", type(target).__name__)]
+    out.append(_file_digest(target))
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        cells = [c.cell_contents if _cell_set(c) else "<empty>" for c in (fn.__closure__ or ())]
+        out.append({"closure": dict(zip(code.co_freevars, (_stable(v, fn, depth) for v in cells)))})
+        out.append({"defaults": [_stable(v, fn, depth) for v in (fn.__defaults__ or ())],
+                    "kwdefaults": {k: _stable(v, fn, depth) for k, v in sorted((fn.__kwdefaults__ or {}).items())}})
+    elif not inspect.isroutine(fn):
+        out.append({"state": _stable(getattr(fn, "__dict__", {}), fn, depth)})
+    return out
+
+
+def _cell_set(cell: Any) -> bool:
     try:
-        blob = inspect.getsource(fn).encode()
+        cell.cell_contents
+    except ValueError:  # a cell not yet assigned (a recursive definition in progress)
+        return False
+    return True
+
+
+def _file_digest(target: Any) -> str:
+    """``path:sha256`` of the file that defines ``target``; its source (or bytecode) when
+    it was defined where there is no file (an interactive session)."""
+    try:
+        file = inspect.getsourcefile(target) or inspect.getfile(target)
+    except (TypeError, OSError):
+        file = None
+    if file and Path(file).is_file():
+        path = Path(file).resolve()
+        return f"{path}:{hashlib.sha256(path.read_bytes()).hexdigest()}"
+    try:
+        return "source:" + hashlib.sha256(inspect.getsource(target).encode()).hexdigest()
     except (OSError, TypeError):
-        code = getattr(fn, "__code__", None)
-        blob = code.co_code + repr(code.co_consts).encode() if code is not None else repr(fn).encode()
-    return int(hashlib.sha1(blob).hexdigest()[:12], 16)
+        code = getattr(target, "__code__", None)
+        blob = code.co_code + repr(code.co_consts).encode() if code is not None else repr(type(target)).encode()
+        return "bytecode:" + hashlib.sha256(blob).hexdigest()
+
+
+def _stable(v: Any, owner: Any, depth: int) -> Any:
+    """A JSON-able digest of a closure or default value that is equal across processes
+    exactly when the value is; a value with no such digest is refused (pass ``version=``)."""
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, bytes):
+        return "bytes:" + hashlib.sha256(v).hexdigest()
+    if isinstance(v, (list, tuple, set, frozenset)):
+        items = [_stable(x, owner, depth) for x in v]
+        return [type(v).__name__, sorted(items, key=repr) if isinstance(v, (set, frozenset)) else items]
+    if isinstance(v, dict):
+        return ["dict", sorted(([repr(k), _stable(x, owner, depth)] for k, x in v.items()), key=lambda kv: kv[0])]
+    if isinstance(v, types.ModuleType):
+        return "module:" + v.__name__
+    if isinstance(v, type):
+        return f"type:{v.__module__}.{v.__qualname__}"
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(v, torch.Tensor):
+        v = v.detach().cpu().numpy()
+    if isinstance(v, (np.ndarray, np.generic)):
+        a = np.ascontiguousarray(v)
+        return f"array:{a.dtype.str}:{a.shape}:{hashlib.sha256(a.tobytes()).hexdigest()}"
+    if callable(v) and (inspect.isroutine(v) or hasattr(v, "__code__")):
+        if v is owner or depth >= _MAX_DEPTH:
+            return "callable:" + callable_name(v)
+        return ["callable", callable_name(v), _definition(v, depth + 1)]
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return ["dataclass", f"{type(v).__module__}.{type(v).__qualname__}",
+                _stable({f.name: getattr(v, f.name) for f in dataclasses.fields(v)}, owner, depth)]
+    try:
+        return "pickle:" + hashlib.sha256(pickle.dumps(v, protocol=4)).hexdigest()
+    except Exception:
+        raise InvalidArgumentError(f"proxy {callable_name(owner)!r}: a closure or default value of type "
+                                   f"{type(v).__name__} has no stable digest for the cache key; pass version='<label>' "
+                                   "(evaluate(..., version=...), --proxy-version)") from None
 
 
 def as_number(name: str, value: Any, key: Any) -> float:
@@ -129,22 +234,95 @@ def _short(v: Any) -> str:
     return r if len(r) <= 60 else r[:57] + "..."
 
 
-def _wrap(name: str, fn: Callable[..., Any]) -> Callable[[Any], ProxyValue]:
+@dataclasses.dataclass(frozen=True)
+class _Call:
+    """What a running callable proxy is computed under (read by :func:`objective`)."""
+
+    space: str
+    semantics: Any
+    seed: int
+
+
+_CURRENT: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("nasbench_bert_callable_call", default=None)
+
+
+def objective(model: Any, batch: Any, *, semantics: Any = None, seed: int | None = None) -> Any:
+    """The scalar the package's own gradient proxies differentiate, for ``model`` on
+    ``batch``, as a tensor with its graph (call ``.backward()`` or ``torch.autograd.grad``).
+
+    Inside a callable proxy the semantics and seed are those of the call; elsewhere pass
+    them. FlexiBERT: the semantics' ``protocol.objective`` of the last hidden state
+    (``"projection"``, as_trained and as_specified: sum(P * h) with the fixed seeded
+    Gaussian P; ``"ones"``, authors: sum(h)). NAS-Bench-NLP: ``protocol.nlp_objective``
+    (``"decoder_logits"``: the sum of the decoder logits; ``"rnn_output"``, authors: the
+    sum of the last RNN layer's output, before the decoder, from the release's embedding
+    lookup). The forward runs here, in the model's current mode."""
+    from ..checks import check_seed
+    from ..semantics import get_semantics
+    from .capture import objective_value
+
+    call = _CURRENT.get()
+    if isinstance(batch, (list, tuple)):
+        raise InvalidArgumentError("batch is a list (batches=n); allowed: one Batch - call objective(model, b) per batch")
+    spec = getattr(batch, "spec", None)
+    if spec is None:
+        raise InvalidArgumentError(f"batch = {type(batch).__name__} is not allowed; allowed: the Batch a callable proxy "
+                                   "receives (nasbench_bert.proxies.make_batch)")
+    if semantics is None and call is None:
+        raise InvalidArgumentError("semantics = None is not allowed outside a callable proxy; allowed: a semantics name "
+                                   "(authors, as_trained, as_specified)")
+    sem = get_semantics(semantics if semantics is not None else call.semantics)  # type: ignore[union-attr]
+    seed = int(check_seed("seed", seed if seed is not None else (call.seed if call is not None else 0), none=False))
+    if spec.space == "flexibert":
+        out = model(batch.input_ids, batch.attention_mask, batch.token_type_ids)
+        return objective_value(out, sem.protocol.objective, seed)
+    if sem.protocol.nlp_objective == "rnn_output":
+        import torch.nn.functional as F
+
+        w = model.embedding.weight
+        y, _ = model(None, inputs_embeds=F.embedding(batch.input_ids, w, padding_idx=w.shape[0] - 1), decode=False)
+        return y.sum()
+    logits, _ = model(batch.input_ids)
+    return logits.sum()
+
+
+def _batches(batch: Any, n: int) -> Any:
+    """The callable's input: the protocol's batch, or with ``n`` >= 2 a list of n batches
+    (the same spec drawn with seeds seed, seed + 1, ...)."""
+    if n == 1:
+        return batch
+    from .inputs import make_batch
+
+    return [batch, *(make_batch(dataclasses.replace(batch.spec, seed=batch.spec.seed + k)) for k in range(1, n))]
+
+
+def _wrap(name: str, fn: Callable[..., Any], batches: int = 1) -> Callable[[Any], ProxyValue]:
     def proxy(cap: Any) -> ProxyValue:
         from .._torch import torch
 
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(cap.extra.get("seed", 0)))
-            value = fn(cap.model, cap.batch)
+        seed = int(cap.extra.get("seed", 0))
+        token = _CURRENT.set(_Call(cap.batch.spec.space, cap.semantics, seed))
+        try:
+            inputs = _batches(cap.batch, batches)
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                value = fn(cap.model, inputs)
+        finally:
+            _CURRENT.reset(token)
         return ProxyValue(as_number(name, value, cap.extra.get("key")))
 
     proxy.__doc__ = f"the callable {name} (model, batch) -> float"
     return proxy
 
 
-def register_callable(target: str | Callable[..., Any], *, higher_is_better: bool = True) -> str:
+def register_callable(target: str | Callable[..., Any], *, higher_is_better: bool = True, version: str | None = None,
+                      batches: int = 1) -> str:
     """Register ``target`` (a ``"module:function"`` string or a function) as a proxy of
     both spaces, needs ``{"model"}``, group ``("callable",)``; return its name.
+
+    ``version``: a label that replaces the digest of the file, closure and defaults in
+    the cache version (see the module docstring). ``batches``: how many batches the
+    callable receives (1: one Batch; n >= 2: a list of n).
 
     Registering the same name again replaces the entry only when it was made here (a
     notebook redefining its function); a built-in proxy is never replaced."""
@@ -157,12 +335,16 @@ def register_callable(target: str | Callable[..., Any], *, higher_is_better: boo
                                    "or a callable (model, batch) -> float")
     if not isinstance(higher_is_better, bool):
         raise InvalidArgumentError(f"higher_is_better = {higher_is_better!r} is not allowed; allowed: True or False")
+    if version is not None and (not isinstance(version, str) or not version):
+        raise InvalidArgumentError(f"version = {version!r} is not allowed; allowed: None or a non-empty string")
+    batches = int(check_int("batches", batches, low=1, high=64))  # type: ignore[arg-type]
+    ver = _version(fn, version, batches)
     for space in SPACES:
         old = REGISTRY[space].get(name)
         if old is not None and name not in CALLABLES:
             raise InvalidArgumentError(f"proxy name {name!r} is already a registered proxy of {space!r}; rename the function")
-        REGISTRY[space][name] = Proxy(name, space, _wrap(name, fn), frozenset({"model"}), higher_is_better,
-                                      _version(fn), None, f"callable {name}", ("callable",))
+        REGISTRY[space][name] = Proxy(name, space, _wrap(name, fn, batches), frozenset({"model"}), higher_is_better,
+                                      ver, None, f"callable {name}", ("callable",))
     CALLABLES[name] = fn
     return name
 

@@ -253,17 +253,14 @@ def compute(
     so a sweep killed anywhere resumes from the cache. Every arch is computed with
     :data:`WORKER_THREADS` torch thread(s) whichever executor runs it (this process's own
     count is restored afterwards), so a value is the same bits from every executor and
-    process, and a cache never mixes values from different thread counts. A part whose
-    proxy raised is not reused (the next call tries it again); ``refresh=True`` reuses
-    no part and overwrites them.
+    process, and a cache never mixes values from different thread counts. A failed proxy's
+    part is tried again next call; ``refresh=True`` reuses no part (and overwrites them).
     """
     adapter = proxy_space(space)
     res = check_slurm(check_executor(executor, ray_address), slurm)
     st = _settings(space, semantics, seed, batch, protocol)
     dtype = check_choice("dtype", dtype, DTYPES)
     jobs = check_int("jobs", jobs, low=1)
-    if not isinstance(refresh, bool):
-        raise InvalidArgumentError(f"refresh = {refresh!r} is not allowed; allowed: True or False")
     if isinstance(archs, (str, bytes, dict)) or not isinstance(archs, Iterable):
         raise InvalidArgumentError(f"archs = {archs!r} is not allowed; allowed: a list of archs (ids, Arch, strings, "
                                    "release dicts; NLP: recipes or (label, recipe) pairs)")
@@ -272,9 +269,7 @@ def compute(
     items = adapter.items(archs, ensure_benchmark(bench, archs) if space == "flexibert" else bench)
     cache_parts = PartCache.open(cache, "parquet", "arch")
     names = tuple(p.name for p in plist)
-    versions = json.dumps({p.name: p.version for p in plist}, sort_keys=True)
-    tasks = [ProxyTask(space, ident, key, names, versions, st.spec, st.semantics, st.objective, st.seed, dtype,
-                       WORKER_THREADS, refresh) for ident, key in items]
+    tasks = _tasks(space, items, plist, st, dtype, refresh)
     how = SweepRun(executor, jobs, ray_address, slurm=res,
                    label=(lambda todo, hits: f"{space} proxies ({todo} to compute, {hits} cached)") if progress else None)
     done = run_sweep(_work, tasks, cache_parts, _finish, how)
@@ -282,6 +277,18 @@ def compute(
     rows = [{**_only(row, others), **t.ident, "cached": True} if hit else {**_only(row, set()), "cached": False}
             for t, (row, hit) in zip(tasks, done)]
     return _frame(rows, names, combined)
+
+
+def _tasks(space: str, items: Sequence[tuple[dict[str, Any], Any]], plist: Sequence[registry.Proxy], st: _Settings,
+           dtype: str, refresh: Any) -> list[ProxyTask]:
+    """One task per arch, each carrying every proxy's version (the cache key's definition
+    part); ``refresh`` (checked here) makes every task refuse what the cache holds."""
+    if not isinstance(refresh, bool):
+        raise InvalidArgumentError(f"refresh = {refresh!r} is not allowed; allowed: True or False")
+    names = tuple(p.name for p in plist)
+    versions = json.dumps({p.name: p.version for p in plist}, sort_keys=True)
+    return [ProxyTask(space, ident, key, names, versions, st.spec, st.semantics, st.objective, st.seed, dtype,
+                      WORKER_THREADS, refresh) for ident, key in items]
 
 
 def _only(row: dict[str, Any], others: set[str]) -> dict[str, Any]:
