@@ -16,7 +16,8 @@ A proxy is "above" a rule when that interval lies above 0, "below" when it lies 
 and "level with" it otherwise.
 
 Every figure is computed with the package's public metric functions, one resample at a
-time (about 12 s per score for 1000 resamples of 500 archs on this machine's CPU).
+time: a few CPU seconds per score for 1000 resamples of 500 archs (the errata's seven
+scores took 24 s of CPU here).
 """
 
 from __future__ import annotations
