@@ -81,3 +81,30 @@ def swap_code() -> SimpleNamespace:
     from src.utils.modeling_electra import ElectraModel
 
     return SimpleNamespace(SWAP=SWAP, ElectraModel=ElectraModel, ElectraConfig=ElectraConfig)
+
+
+NASLIB = ZC / "naslib"
+
+
+def naslib_measures() -> SimpleNamespace:
+    """NASLib's zero-cost measure modules (``pruners/measures/*.py``) and ``p_utils``.
+
+    The files sit in ``zero-cost/naslib/pruners`` without NASLib's package around them;
+    ``p_utils`` does ``from ..models import *`` (NASLib's search-space models, not
+    stored), so the parent package is entered as a bare namespace ``naslib_ref`` with an
+    empty ``models`` module. Importing ``pruners.measures`` runs its ``load_all``; the
+    ``measure`` decorator returns each undecorated function, which is what is used."""
+    if "naslib_ref" not in sys.modules:
+        pkg = types.ModuleType("naslib_ref")
+        pkg.__path__ = [str(NASLIB)]
+        sys.modules["naslib_ref"] = pkg
+        sys.modules["naslib_ref.models"] = types.ModuleType("naslib_ref.models")
+        pr = types.ModuleType("naslib_ref.pruners")
+        pr.__path__ = [str(NASLIB / "pruners")]
+        sys.modules["naslib_ref.pruners"] = pr
+    import importlib
+
+    ms = importlib.import_module("naslib_ref.pruners.measures")
+    names = ("epe_nas", "fisher", "grasp", "l2_norm", "plain", "zen")
+    mods = {n: importlib.import_module(f"naslib_ref.pruners.measures.{n}") for n in names}
+    return SimpleNamespace(p_utils=importlib.import_module("naslib_ref.pruners.p_utils"), measures=ms, **mods)
