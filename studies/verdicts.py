@@ -15,9 +15,8 @@ as the tables' intervals), with its 95 % percentile interval (:func:`nasbench_be
 A proxy is "above" a rule when that interval lies above 0, "below" when it lies below,
 and "level with" it otherwise.
 
-Every figure is computed with the package's public metric functions, one resample at a
-time: a few CPU seconds per score for 1000 resamples of 500 archs (the errata's seven
-scores took 24 s of CPU here).
+The differences come from :func:`nasbench_bert.metrics.paired_difference` (the helper
+the evaluate verdict uses), the values from the metric functions themselves.
 """
 
 from __future__ import annotations
@@ -92,18 +91,14 @@ class Comparison:
         return {**asdict(self), "word": self.word}
 
 
-def _resampled(x: np.ndarray, y: np.ndarray, cells: np.ndarray, metric: str, idx: list[np.ndarray]) -> np.ndarray:
-    f = _metric(metric)
-    return np.array([f(x[i], y[i], cells[i]) for i in idx])
-
-
 def compare(scores: Mapping[str, Sequence[float] | np.ndarray], y: Sequence[float] | np.ndarray,
             cells: Sequence[float] | np.ndarray, rules: Mapping[str, Sequence[float] | np.ndarray], *,
             metrics_: Sequence[str] = METRICS, bootstrap: int = 1000, seed: int = 0) -> list[Comparison]:
     """Every score of ``scores`` against every rule of ``rules`` under every metric, as
-    paired differences over the same ``bootstrap`` resamples of the rows (higher is better
-    for every score). Rows where any score, rule, ``y`` or ``cells`` is not finite are left
-    out of all comparisons, so every figure is on the same rows."""
+    paired differences over the same ``bootstrap`` resamples of the rows
+    (:func:`nasbench_bert.metrics.paired_difference`; higher is better for every score).
+    Rows where any score, rule, ``y`` or ``cells`` is not finite are left out of all
+    comparisons, so every figure is on the same rows."""
     if bootstrap < 1:
         raise InvalidArgumentError(f"bootstrap = {bootstrap!r} is not allowed; allowed values: an integer >= 1")
     for m in metrics_:
@@ -117,23 +112,14 @@ def compare(scores: Mapping[str, Sequence[float] | np.ndarray], y: Sequence[floa
         ok &= np.isfinite(v)
     yy, cc = yy[ok], cc[ok]
     cols = {k: v[ok] for k, v in cols.items()}
-    C = metrics.resamples(len(yy), bootstrap, seed)
-    idx = [np.repeat(np.arange(len(yy)), c.astype(int)) for c in C]
-    point: dict[tuple[str, str], float] = {}
-    boot: dict[tuple[str, str], np.ndarray] = {}
-    for k, v in cols.items():
-        for m in metrics_:
-            point[k, m] = _metric(m)(v, yy, cc)
-            boot[k, m] = _resampled(v, yy, cc, m, idx) if math.isfinite(point[k, m]) else np.full(bootstrap, np.nan)
+    ctx = metrics.RankContext(cells=cc)
+    point = {(k, m): _metric(m)(v, yy, cc) for k, v in cols.items() for m in metrics_}
     out = []
     for s in scores:
         for r in rules:
+            diff = metrics.paired_difference(cols[s], cols[r], yy, ctx, names=list(metrics_), bootstrap=bootstrap,
+                                             seed=seed)
             for m in metrics_:
-                d = point[s, m] - point[r, m]
-                if math.isfinite(d):
-                    e = metrics.interval(d, boot[s, m] - boot[r, m])
-                    lo, hi = e.ci_low, e.ci_high
-                else:
-                    lo = hi = math.nan
-                out.append(Comparison(s, r, m, point[s, m], point[r, m], d, lo, hi))
+                d = diff[m]
+                out.append(Comparison(s, r, m, point[s, m], point[r, m], d.value, d.ci_low, d.ci_high))
     return out
