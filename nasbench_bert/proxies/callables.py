@@ -30,7 +30,9 @@ the protocol's batch and the same batch spec drawn with seeds ``seed + 1 ... see
 
 **The cache key.** The name (``module:qualname``) says which function, the version says
 which definition: a digest of the module *file* (its resolved path and the hash of its
-content: editing a helper in the same file invalidates the values), the qualname, the
+content: editing a helper in the same file invalidates the values; a spec whose file
+changed is loaded again), the bytecode in memory of the function and of the functions
+of its module it names, the qualname, the
 values of its closure cells and its default arguments (two closures of one factory
 never share a key), and ``batches``. A helper in another module is not covered: pass
 ``version=`` (any string), which replaces the file, closure and default digest.
@@ -85,14 +87,21 @@ def load_callable(spec: str) -> Callable[..., Any]:
                 raise InvalidArgumentError(f"proxy = {spec!r}: no such file {mod_name!r}")
             key = "nasbench_bert_user_" + hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
             module = sys.modules.get(key)
-            if module is None:
+            if module is None or _LOADED_FROM.get(key) != _sha256(path):  # new, or the file changed since
                 s = importlib.util.spec_from_file_location(key, path)
                 assert s is not None and s.loader is not None
                 module = importlib.util.module_from_spec(s)
                 sys.modules[key] = module
                 s.loader.exec_module(module)
+                _LOADED_FROM[key] = _sha256(path)
         else:
             module = importlib.import_module(mod_name)
+            file = getattr(module, "__file__", None)
+            if file and Path(file).is_file():
+                digest = _sha256(Path(file))
+                if _LOADED_FROM.setdefault(mod_name, digest) != digest:  # edited since imported: the code on disk
+                    module = importlib.reload(module)
+                    _LOADED_FROM[mod_name] = digest
     except InvalidArgumentError:
         raise
     except Exception as e:  # the user's module failed to import: say which and why
@@ -106,6 +115,15 @@ def load_callable(spec: str) -> Callable[..., Any]:
     if not callable(obj):
         raise InvalidArgumentError(f"proxy = {spec!r} is a {type(obj).__name__}, not a callable (model, batch) -> float")
     return obj
+
+
+#: the content hash of each file a ``"module:function"`` spec loaded, so that a spec named
+#: again after its file was edited runs the code on disk (its cache version hashes the file)
+_LOADED_FROM: dict[str, str] = {}
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _version(fn: Callable[..., Any], version: str | None = None, batches: int = 1) -> int:
@@ -127,18 +145,51 @@ _MAX_DEPTH = 4
 def _definition(fn: Any, depth: int) -> list[Any]:
     """The parts of ``fn``'s definition its values depend on: its module file (path and
     content hash; its source or bytecode where there is no file), its closure cell
-    values and its default arguments."""
+    values and its default arguments - and the bytecode in memory of it and of the
+    functions of its own module it names, so that a function object older than its
+    edited file (not re-imported) never takes the key of the code now on disk."""
     target = fn if inspect.isroutine(fn) else type(fn)  # a callable object: its class's file
     out: list[Any] = [getattr(target, "__qualname__", type(target).__name__)]
     out.append(_file_digest(target))
     code = getattr(fn, "__code__", None)
     if code is not None:
+        out.append({"code": _code_digest(code), "helpers": _helpers_digest(fn, depth)})
         cells = [c.cell_contents if _cell_set(c) else "<empty>" for c in (fn.__closure__ or ())]
         out.append({"closure": dict(zip(code.co_freevars, (_stable(v, fn, depth) for v in cells)))})
         out.append({"defaults": [_stable(v, fn, depth) for v in (fn.__defaults__ or ())],
                     "kwdefaults": {k: _stable(v, fn, depth) for k, v in sorted((fn.__kwdefaults__ or {}).items())}})
     elif not inspect.isroutine(fn):
         out.append({"state": _stable(getattr(fn, "__dict__", {}), fn, depth)})
+    return out
+
+
+def _code_digest(code: types.CodeType) -> str:
+    """The bytecode, constants and names of ``code`` and of the code objects nested in it."""
+    h = hashlib.sha256(code.co_code + repr(code.co_names).encode())
+    for c in code.co_consts:
+        h.update(_code_digest(c).encode() if isinstance(c, types.CodeType) else repr(c).encode())
+    return h.hexdigest()
+
+
+def _names(code: types.CodeType) -> set[str]:
+    out = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            out |= _names(c)
+    return out
+
+
+def _helpers_digest(fn: Any, depth: int, seen: frozenset[int] = frozenset()) -> dict[str, str]:
+    """The code digest of every function of ``fn``'s own module that ``fn`` names (and
+    that those name, to :data:`_MAX_DEPTH`)."""
+    out: dict[str, str] = {}
+    g = getattr(fn, "__globals__", {})
+    for n in sorted(_names(fn.__code__)):
+        h = g.get(n)
+        if inspect.isfunction(h) and h.__module__ == fn.__module__ and id(h) not in seen | {id(fn)}:
+            out[n] = _code_digest(h.__code__)
+            if depth < _MAX_DEPTH:
+                out.update({f"{n}.{k}": v for k, v in _helpers_digest(h, depth + 1, seen | {id(fn)}).items()})
     return out
 
 
