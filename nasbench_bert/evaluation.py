@@ -693,9 +693,15 @@ def ranked_values(x: Any) -> np.ndarray:
     v = np.asarray(x, dtype=float).copy()
     fin = v[np.isfinite(v)]
     lo, hi = (float(fin.min()), float(fin.max())) if fin.size else (0.0, 0.0)
-    span = max(hi - lo, 1.0)
-    v[v == np.inf] = hi + span
-    v[v == -np.inf] = lo - span
+    # the next float beyond the extremes (every metric reads ranks only)
+    with np.errstate(over="ignore"):
+        above, below = np.nextafter(hi, np.inf), np.nextafter(lo, -np.inf)
+    if not (np.isfinite(above) and np.isfinite(below)):  # the extremes are the largest floats: ranks instead
+        from scipy.stats import rankdata
+
+        return np.where(np.isnan(v), np.nan, rankdata(np.where(np.isnan(v), 0.0, v)))
+    v[v == np.inf] = above
+    v[v == -np.inf] = below
     return v
 
 

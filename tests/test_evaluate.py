@@ -593,8 +593,8 @@ def test_nan_and_inf_rule(bench):
             layers=[float(str(bench.query(i, charge=False).arch).count("/")) for i in ids[1:]]), "glue",
             proxies=["layers"], bootstrap=0, bench=bench)
         assert rows[rows.proxy == "depth"].kendall_tau.item() == pytest.approx(base_rows.kendall_tau.item())
-    np.testing.assert_array_equal(ranked_values([1.0, math.inf, -math.inf, math.nan, 3.0, math.inf]),
-                                  [1.0, 5.0, -1.0, math.nan, 3.0, 5.0])
+    got = ranked_values([1.0, math.inf, -math.inf, math.nan, 3.0, math.inf])
+    assert got[1] == got[5] == np.nextafter(3.0, np.inf) and got[2] == np.nextafter(1.0, -np.inf) and np.isnan(got[3])
     _INF.update({k: math.nan for k in keys})
     with pytest.raises(InvalidArgumentError, match="NaN on every model"):
         proxies.evaluate(nonfinite, benchmarks="flexibert", ids=ids, batch=SMALL, bootstrap=0, progress=False,
@@ -667,3 +667,35 @@ def test_paired_difference():
     assert all((e.value, e.ci_low, e.ci_high) == (0.0, 0.0, 0.0) for e in same.values())
     with pytest.raises(InvalidArgumentError, match="names"):
         metrics.paired_difference(x1, x2, y, names=["spearman_rho"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=12))
+def test_ranked_values_keeps_the_numeric_order(xs):
+    """+inf above every finite value, -inf below, equal values tied, NaN stays NaN:
+    the pairwise order of the mapped values is the numeric order of the given ones."""
+    from nasbench_bert.evaluation import ranked_values
+
+    x = np.array(xs, dtype=float)
+    v = ranked_values(x)
+    nan = np.isnan(x)
+    assert (np.isnan(v) == nan).all() and np.isfinite(v[~nan]).all()
+    a, b = x[~nan], v[~nan]
+    np.testing.assert_array_equal(a[:, None] > a[None, :], b[:, None] > b[None, :])
+    np.testing.assert_array_equal(a[:, None] == a[None, :], b[:, None] == b[None, :])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.one_of(st.integers(), st.text(max_size=5), st.tuples(st.integers(), st.floats(allow_nan=False))),
+       st.one_of(st.integers(), st.text(max_size=5), st.tuples(st.integers(), st.floats(allow_nan=False))))
+def test_closure_values_decide_the_version(a, b):
+    """Two closures of one factory share a version exactly when their cell values are equal."""
+    from nasbench_bert.proxies.callables import _version
+
+    def factory(k):
+        def proxy(model, batch):
+            return k
+        return proxy
+
+    same = type(a) is type(b) and repr(a) == repr(b)
+    assert (_version(factory(a)) == _version(factory(b))) == same
