@@ -79,11 +79,11 @@ MODULE_TYPES: tuple[type[nn.Module], ...] = (nn.Linear, nn.Conv1d, nn.Conv2d)
 def module_term(grads: torch.Tensor) -> float | None:
     """One module's ZiCo term from its (K, n) stack of per-mini-batch weight gradients:
     log(sum over std != 0 of mean|g| / std(g)), or None when that sum is 0 (the
-    authors' code then adds nothing)."""
+    authors' code then adds nothing). std is ``np.std``'s: sqrt(mean((g - mean g)^2))."""
     g = grads.double()
-    std = g.std(dim=0, unbiased=False)
-    nz = std != 0
-    s = float((g.abs().mean(dim=0)[nz] / std[nz]).sum())
+    std = (g - g.mean(dim=0)).pow(2).mean(dim=0).sqrt()
+    ratio = torch.where(std != 0, g.abs().mean(dim=0) / std, torch.zeros((), dtype=g.dtype))
+    s = float(ratio.sum())
     return None if s == 0 else math.log(s)
 
 
@@ -114,7 +114,7 @@ def _collect(model: nn.Module, passes: Iterable[Callable[[], None]]) -> dict[str
         run()
         for n, m in mods:
             g = m.weight.grad
-            grads[n].append(None if g is None else g.detach().double().reshape(-1).clone())  # type: ignore[arg-type]
+            grads[n].append(None if g is None else g.detach().to(torch.float64, copy=True).reshape(-1))  # type: ignore[arg-type]
     model.zero_grad(set_to_none=True)
     return {n: gs for n, gs in grads.items() if gs and all(g is not None for g in gs)}
 
