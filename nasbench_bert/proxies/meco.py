@@ -49,7 +49,7 @@ Adaptations to a language model, and why:
   for a structural reason: the 128-wide embedding (a 128 -> 256 projection for
   256-wide archs; a LayerNorm output for 128-wide ones) spans fewer directions than the
   residual stream has units, and each layer adds a small full-rank update to it, so the
-  smallest eigenvalues are small (about 1e-5 to 1e-3) and measure those updates.
+  smallest eigenvalues are small (about 1e-7 to 1e-3) and measure those updates.
 * **NAS-Bench-NLP.** An RNN layer's feature map is its hidden-state sequence, (T, B, H):
   channels are the hidden units, positions are (step, sequence) pairs. The shared pass
   records each layer's incoming states h_{t-1}; dropping the zero initial state leaves
