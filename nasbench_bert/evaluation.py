@@ -761,8 +761,8 @@ def _verdict(run: _Run, bm: str, sem: Semantics, ranked: pd.DataFrame, scored: p
     what = f"{bm}, `{sem.key}`, {spec.headline_label}"
     head = scored[scored.target == spec.headline]
     if RULE not in ranked or RULE == name or not (head.proxy == name).any():
-        run.verdicts[(bm, sem.key)] = (f"**Verdict** ({what}): no `{RULE}` rule on this benchmark; read the proxy "
-                                       "against the baselines in the table")
+        why = "the proxy is the rule itself" if RULE == name else f"no `{RULE}` rule on this benchmark"
+        run.verdicts[(bm, sem.key)] = f"**Verdict** ({what}): {why}; read the proxy against the baselines in the table"
         return
     y = _target_values(ranked, spec.headline, run.bench, bm)[0]
     sign = {p: 1.0 if reg[p].higher_is_better else -1.0 for p in (name, RULE)}
@@ -780,14 +780,14 @@ def _verdict(run: _Run, bm: str, sem: Semantics, ranked: pd.DataFrame, scored: p
         ci = "" if np.isnan(d.ci_low) else f" [{d.ci_low:+.3f}, {d.ci_high:+.3f}]"
         parts.append(f"{label} {_num(mine.get(m))} vs {_num(rule.get(m))}, paired {_num(d.value, True)}{ci}")
         if np.isnan(d.value):
-            calls.append("not comparable")
+            calls.append("not comparable (no figure)")
         elif np.isnan(d.ci_low):
-            calls.append(("above" if d.value > 0 else "below" if d.value < 0 else "level with") + " (no interval)")
+            calls.append(("above" if d.value > 0 else "below" if d.value < 0 else "level") + " (no interval)")
         else:
-            calls.append("above" if d.ci_low > 0 else "below" if d.ci_high < 0 else "level with")
-    said = calls[0] if calls[0] == calls[1] else f"{calls[0]} (tie-broken τ) / {calls[1]} (within cells)"
-    run.verdicts[(bm, sem.key)] = (f"**Verdict** ({what}, n = {int(mine['n'])}): `{name}` is {said} the `{RULE}` rule: "
-                                   + "; ".join(parts) + " (paired over the same rows and resamples, 95 % bootstrap)")
+            calls.append("above" if d.ci_low > 0 else "below" if d.ci_high < 0 else "level")
+    run.verdicts[(bm, sem.key)] = (f"**Verdict** ({what}, n = {int(mine['n'])}): `{name}` against the `{RULE}` rule: "
+                                   f"{calls[0]} on tie-broken τ, {calls[1]} within cells - " + "; ".join(parts)
+                                   + " (paired over the same rows and resamples, 95 % bootstrap)")
 
 
 def _num(v: Any, signed: bool = False) -> str:

@@ -634,6 +634,10 @@ def test_table_sorted_by_tiebroken_tau_with_a_verdict_each_column_once(bench):
 
     line = res.verdicts[("flexibert", "as_trained")]
     assert md.index(line) < md.index("| proxy |") and line.startswith("**Verdict**") and "\n" not in line
+    d_tb = res.candidate().set_index("target").loc["glue"]
+    word = ("above" if d_tb.rule_diff_tau_tiebroken_ci_low > 0 else "below" if d_tb.rule_diff_tau_tiebroken_ci_high < 0
+            else "level")
+    assert f"against the `depth_width_then_size` rule: {word} on tie-broken τ" in line
     v = res.values[res.values.benchmark == "flexibert"]
     frame = v[["id", res.proxy, "depth_width_then_size"]]
     y = scoring._target_values(frame, "glue", bench, "flexibert")[0]
