@@ -209,16 +209,159 @@ def test_swap_and_lpzero_and_w_pca_first_by_hand():
 
 
 # -- the page ---------------------------------------------------------------------------------------------
-def test_page_is_the_rendering_of_its_json():
-    """docs/published.md is exactly what ``studies.published.render`` makes of
-    docs/published.json (regenerate with ``python -m studies.published``)."""
+def _studies():
     import sys
 
     sys.path.insert(0, str(ROOT))  # studies/ sits beside the package, outside the wheel
-    from studies.published import render
+    import studies.published as published
 
-    summary = json.loads((ROOT / "docs" / "published.json").read_text())
-    assert (ROOT / "docs" / "published.md").read_text() == render(summary)
+    return published
+
+
+def _summary() -> dict:
+    return json.loads((ROOT / "docs" / "published.json").read_text())
+
+
+def test_page_is_the_rendering_of_its_json():
+    """docs/published.md is exactly what ``studies.published.render`` makes of
+    docs/published.json (regenerate with ``python -m studies.published``), on all 500
+    ids, the sweeps on the package's default proxy batch (the leaderboard's)."""
+    from nasbench_bert.proxies.sweep import default_batch
+
+    summary = _summary()
+    assert (ROOT / "docs" / "published.md").read_text() == _studies().render(summary)
     assert summary["n"] == 500 and not summary["small"]
+    assert summary["sweep_ids"] == list(range(500)) and summary["sweep_n"] == 500
+    assert summary["sweep_batch"] == default_batch("flexibert").key == "random,B=8,T=128,seed=0"
     nsc = next(r for r in summary["rows"] if r["proxy"].startswith("NSC"))
     assert nsc["reproduced"]["tau"] == pytest.approx(0.695, abs=5e-4)
+    for r in summary["rows"]:  # every figure of the main table is on all 500 archs
+        assert r["reproduced"]["n"] == 500 and all(u["n"] == 500 for u in r["under"].values()), r["proxy"]
+
+
+def test_page_verdicts_and_gap_fractions_follow_from_their_figures():
+    """Each verdict word is what its paired interval says, the page's counts are those
+    words, and each gap fraction is (rho text - rho random) / (paper - rho random)."""
+    pub = _studies()
+    summary = _summary()
+    page = (ROOT / "docs" / "published.md").read_text()
+    assert len(summary["verdicts"]) == 6 * 4
+    for v in summary["verdicts"]:
+        for r in pub.RULES:
+            for k in pub.VERDICT_METRICS:
+                e = v[r][k]
+                assert e["word"] == pub.word(e["lo"], e["hi"]), (v["proxy"], v["column"], r, k)
+                if e["word"] == "above":
+                    assert e["lo"] > 0
+    words = [v["depth_width_then_size"]["tau_tiebroken"]["word"] for v in summary["verdicts"]]
+    counted = ", ".join(f"{words.count(w)} {w}" for w in ("above", "level with", "below") if words.count(w))
+    assert f"Tie-broken tau against `depth_width_then_size`: {counted} (of 24)" in page
+    gaps = summary["text"]["gap"]
+    assert {(g["proxy"], g["batch"]) for g in gaps} == {("lpzero", "8 x 128"), ("swap", "8 x 128"), ("swap", "16 x 128")}
+    for g in gaps:
+        want = (g["rho_text"] - g["rho_random"]) / (g["paper_rho"] - g["rho_random"])
+        assert g["fraction"]["value"] == pytest.approx(want, abs=2e-3)
+        assert g["fraction"]["lo"] <= g["fraction"]["value"] <= g["fraction"]["hi"]
+        assert g["paper_rho"] == pub.PAPER_RHO[g["proxy"]]
+
+
+def test_describe_ids_and_word():
+    pub = _studies()
+    assert pub.describe_ids(range(500)) == "all 500 ids"
+    assert pub.describe_ids(range(0, 500, 10)) == "every 10th id"
+    assert pub.describe_ids(range(0, 480, 12)) == "every 12th id, 0-468"
+    assert pub.describe_ids([3, 7]) == "2 ids"
+    assert (pub.word(0.01, 0.2), pub.word(-0.2, -0.01), pub.word(-0.1, 0.1), pub.word(float("nan"), 0.1)) == \
+        ("above", "below", "level with", "level with")
+
+
+def _cache(sem_folder: str) -> Path:
+    folder = ROOT / "data" / "proxy-cache" / sem_folder
+    if not folder.is_dir() or len(list(folder.glob("*.parquet"))) < 480:
+        pytest.skip(f"the leaderboard's sweep cache {folder} is not here (filled by the leaderboard's sweep)")
+    return folder
+
+
+@pytest.mark.torch
+def test_read_shared_computes_nothing(bench, tmp_path):
+    """The page reads the leaderboard's caches without computing: a folder without the
+    parts raises (naming how many are missing) and stays empty; a filled one gives the
+    values the page was built from."""
+    pub = _studies()
+    run = pub.Run("authors", ("lpzero", "swap", "w_pca_first"), "authors", pub.SWEEP_BATCH, 0, (0, 1, 2))
+    with pytest.raises(RuntimeError, match="3 of 3 ids are not in"):
+        pub.read_shared(run, tmp_path, bench)
+    assert list(tmp_path.iterdir()) == []
+    folder = _cache("leaderboard-published-authors")
+    df = pub.read_shared(run, folder, bench)
+    assert df["cached"].all() and df["error"].isna().all()
+
+
+@pytest.mark.torch
+def test_sweep_figures_are_the_leaderboard_caches_values(bench):
+    """The table's LPZero and SWAP figures under each semantics, recomputed with scipy
+    from the leaderboard's cached values on all 500 ids, and SWAP's cap counts."""
+    from scipy.stats import kendalltau, spearmanr
+
+    pub = _studies()
+    summary = _summary()
+    glue = bench.to_pandas().set_index("id")["glue"]
+    rows = {r["proxy"].split(" ")[0]: r for r in summary["rows"]}
+    for sem in pub.SEMANTICS:
+        run = pub.Run(sem, ("lpzero", "swap", "w_pca_first"), sem, pub.SWEEP_BATCH, 0, tuple(range(500)))
+        df = pub.read_shared(run, _cache(f"leaderboard-published-{sem}"), bench)
+        y = glue.loc[df["id"]].to_numpy()
+        for proxy, key in (("lpzero", "LPZero"), ("swap", "SWAP"), ("w_pca_first", "W-PCA")):
+            got = rows[key]["under"][sem]
+            assert got["tau"] == pytest.approx(kendalltau(df[proxy], y)[0], abs=1e-4), (sem, proxy)
+            assert got["rho"] == pytest.approx(spearmanr(df[proxy], y)[0], abs=1e-4), (sem, proxy)
+        caps = summary["swap_caps"][sem]
+        assert caps["at_3^B"] == int((df["swap"] == 3 ** 8).sum()) and caps["at_2^B"] == int((df["swap"] == 2 ** 8).sum())
+        assert caps["distinct"] == df["swap"].nunique()
+
+
+@pytest.mark.torch
+def test_real_text_figures_are_the_text_caches_values(bench):
+    """The real-text rows against the page's own text cache: rho of the RTE batch and of
+    random tokens (the leaderboard's authors sweep) recomputed with scipy."""
+    from scipy.stats import spearmanr
+
+    pub = _studies()
+    summary = _summary()
+    if not (ROOT / "data" / "published-cache" / "authors-text8x128-b0-s0").is_dir() or not pub.rte_text_available():
+        pytest.skip("the page's text cache or the RTE text is not here")
+    text = pub.rte_text(ROOT / "data" / "published-cache")
+    run = next(r for r in pub.runs(tuple(range(500)), pub.SWEEP_IDS, text) if r.label == "text/RTE")
+    df = pub.read_shared(run, run.cache_dir(ROOT / "data" / "published-cache"), bench)
+    rnd = pub.read_shared(pub.Run("authors", pub.TEXT_PROXIES, "authors", pub.SWEEP_BATCH, 0, run.ids),
+                          _cache("leaderboard-published-authors"), bench)
+    y = bench.to_pandas().set_index("id")["glue"].loc[df["id"]].to_numpy()
+    gap = {(g["proxy"], g["batch"]): g for g in summary["text"]["gap"]}
+    for proxy in ("lpzero", "swap"):
+        g = gap[proxy, "8 x 128"]
+        assert g["rho_text"] == pytest.approx(spearmanr(df[proxy], y)[0], abs=1e-4)
+        assert g["rho_random"] == pytest.approx(spearmanr(rnd[proxy], y)[0], abs=1e-4)
+        assert g["n"] == len(df) == len(pub.TEXT_IDS)
+
+
+def test_rte_text_is_derived_outside_the_repository(tmp_path):
+    """The real text is every RTE sentence pair (train, dev, test), one a line, written
+    into the cache folder given, and the same file twice (its digest keys the cache)."""
+    import csv
+
+    pub = _studies()
+    if not pub.rte_text_available():
+        pytest.skip("GLUE RTE is not in the release folder")
+    path = pub.rte_text(tmp_path)
+    assert path.is_relative_to(tmp_path)
+    lines = path.read_text().splitlines()
+    want = 0
+    for split in pub.RTE_SPLITS:
+        with open(pub.release_dir() / "glue-rte" / f"{split}.tsv", newline="") as f:
+            rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+        want += len(rows)
+        first = " ".join(f"{rows[0]['sentence1']} {rows[0]['sentence2']}".split())
+        assert first in lines
+    assert len(lines) == want and all(ln.strip() for ln in lines)
+    before = path.stat().st_mtime_ns
+    assert pub.rte_text(tmp_path) == path and path.stat().st_mtime_ns == before
