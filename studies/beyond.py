@@ -29,7 +29,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -240,6 +240,8 @@ class Inputs:
     context: Any
     baselines: dict[str, np.ndarray]
     families: dict[str, dict[str, np.ndarray]]
+    #: live proxies left out of the attempts, with the number of archs where they are not finite
+    left_out: dict[str, int] = field(default_factory=dict)
 
 
 def layer_proxies() -> dict[str, tuple[str, ...]]:
@@ -271,6 +273,7 @@ def load_inputs(live_cache: Path | None, *, live: bool = True, bench: Any = None
         if (df["id"].to_numpy() != rows["id"].to_numpy()).any() or df[list(LIVE_PROXIES)].isna().any().any():
             raise RuntimeError("live proxies missing for some ids")
         live_values = {n: snap_near_ties(df[n].to_numpy(float)) for n in LIVE_PROXIES}
+        left_out: dict[str, int] = {}
         for sub, names in layer_proxies().items():
             if live_cache is None:
                 break
@@ -282,10 +285,12 @@ def load_inputs(live_cache: Path | None, *, live: bool = True, bench: Any = None
                 v = extra[n].to_numpy(float)
                 if np.isfinite(v).all():
                     live_values[n] = snap_near_ties(v)
+                else:
+                    left_out[n] = int((~np.isfinite(v)).sum())
         families = {"live": live_values, **families}
     return Inputs(rows["id"].to_numpy(), flex["glue"].to_numpy(float), list(flex["arch"]), np.asarray(ctx.cells),
                   base["depth_then_width"].to_numpy(float), ctx, {c: base[c].to_numpy(float) for c in base.columns},
-                  families)
+                  families, left_out if live else {})
 
 
 def figures(score: np.ndarray, inp: Inputs, half: tuple[int, ...], bootstrap: int = BOOTSTRAP) -> dict[str, list[float]]:
@@ -400,6 +405,7 @@ def summarize(inp: Inputs) -> dict[str, Any]:
         "attempts": out_attempts, "baselines": baselines, "chosen": chosen["key"], "singles": singles,
         "met": bool(hc["tau_within_cell"][0] >= TARGET_WITHIN and hc["tau_tiebroken"][0] >= TARGET_TIEBROKEN),
         "cells": {str(int(c)): int((inp.cells == c).sum()) for c in np.unique(inp.cells)},
+        "left_out": dict(inp.left_out),
     }
 
 
@@ -529,7 +535,13 @@ def render(summary: dict[str, Any]) -> str:
         "(the per-position feed-forward effect below was found there). The held-out half was therefore seen, though "
         "never used by the selection rule; read the ids 250-499 figures with that in mind.",
         "* Ranks within a cell are taken over all 500 archs (they read no GLUE). Live proxies are the package's "
-        "as_trained sweep: random tokens 8 × 128, seed 0, gradient objective a random projection of the output.",
+        "as_trained sweep: random tokens 8 × 128, seed 0, gradient objective a random projection of the output"
+        + (" (the paper's, ETAS's and the baselines, plus every proxy added since: "
+           + ", ".join(f"`{n}`" for names in summary["provenance"]["inputs"]["layer_proxies"].values() for n in names)
+           + ")" if summary.get("provenance", {}).get("inputs", {}).get("layer_proxies") else "") + "."
+        + (" Left out, because not finite on every arch: "
+           + ", ".join(f"`{n}` ({k} archs)" for n, k in summary["left_out"].items()) + "."
+           if summary.get("left_out") else ""),
         *([f"* Live values within {summary['provenance']['inputs']['near_tie_rel']:g} of each other (relative) are "
            "one value: archs whose trained models are the same network up to the order of the sums get values "
            "that differ in the last bits, and their order was decided by rounding (thread count, executor, CPU), "

@@ -71,6 +71,9 @@ LAYERS: tuple[tuple[str, list[str]], ...] = (
 #: them on ids 250-499 only, the half the choice never saw
 FITTED_ON_FIRST_HALF = frozenset({"zerolm", "zerolm_model"})
 HELD_OUT_IDS = range(250, 500)
+#: readings of the spec that no semantics changes (the NSC authors' construction): one row each,
+#: computed and listed under as_trained
+SEMANTICS_FREE = ("nsc", "zerolm")
 
 
 def _layered(sem: str) -> list[tuple[str, list[str]]]:
@@ -103,9 +106,42 @@ def _live(bench: Any, sem: str, cache: Path, jobs: int = 1) -> pd.DataFrame:
         keep = [c for c in new.columns if c.split("__")[0] in layer and not c.endswith("__layers")]
         new = new[["id", *keep, "seconds_pass"]].rename(columns={"seconds_pass": f"seconds_pass__{_layer_key(sub)}"})
         out = out.merge(new, on="id", suffixes=("", "_dup"))
+    if sem != "as_trained":
+        out = out.drop(columns=[c for c in out.columns if c.split("__")[0] in SEMANTICS_FREE])
     for n in FITTED_ON_FIRST_HALF & set(out.columns):
         out.loc[~out["id"].isin(HELD_OUT_IDS), n] = np.nan
     return out
+
+
+#: why a live proxy is not finite on some archs, where the reason is known (checked when the
+#: leaderboard is built: every such arch must fit the stated reason)
+NONFINITE_WHY: dict[tuple[str, str], tuple[str, Any]] = {
+    ("head_softmax_confidence_norm", "as_specified"): (
+        "all without a self-attention layer: the normalised value divides by the number of softmax outputs, and "
+        "these models record none", lambda arch: "SA-" not in arch),
+}
+
+
+def _nonfinite_note(df: pd.DataFrame, proxy: str, sem: str, note: Any) -> Any:
+    """The row's note, plus "not finite on k of n archs" (and why, from :data:`NONFINITE_WHY`)
+    for a live proxy scored on fewer archs than were computed: a row never loses archs
+    without saying so."""
+    if proxy not in df.columns:
+        return note
+    v = pd.to_numeric(df[proxy], errors="coerce").to_numpy(float)
+    bad = ~np.isfinite(v)
+    if proxy in FITTED_ON_FIRST_HALF:
+        bad &= df["id"].isin(HELD_OUT_IDS).to_numpy()
+    if not bad.any():
+        return note
+    text = f"not finite on {int(bad.sum())} of {len(v)} archs"
+    why = NONFINITE_WHY.get((proxy, sem))
+    if why is not None:
+        archs = df.loc[bad, "arch"].astype(str)
+        if not all(why[1](a) for a in archs):
+            raise RuntimeError(f"{proxy} under {sem}: the stated reason for its non-finite values no longer holds")
+        text += f" ({why[0]})"
+    return "; ".join(x for x in (note if isinstance(note, str) else "", text) if x)
 
 
 def _layer_key(sub: str) -> str:
@@ -159,6 +195,9 @@ def leaderboard(bench: Any, cache: Path, bootstrap: int = 1000, jobs: int = 1) -
         s["source"] = "live"
         s["seconds_per_arch"] = [_cost(df, p) for p in s.proxy]
         fitted = s["proxy"].isin(FITTED_ON_FIRST_HALF)
+        if "note" not in s.columns:
+            s["note"] = None
+        s["note"] = [_nonfinite_note(df, r.proxy, sem, r.note) for r in s.itertuples()]
         s.loc[fitted, "note"] = [
             "; ".join(x for x in (str(n) if isinstance(n, str) else "", "scored on ids 250-499 only: its alpha was "
                                   "chosen on ids 0-249 (the best Spearman rho there, the NSC authors' rule)") if x)
@@ -198,7 +237,8 @@ def leaderboard(bench: Any, cache: Path, bootstrap: int = 1000, jobs: int = 1) -
     top = out[(out.source == "live") & ~out.size_like].sort_values("partial_tau_given_params", ascending=False).head(6)
     for i, r in top.iterrows():
         out.loc[i, ["partial_ci_low", "partial_ci_high"]] = _partial_ci(frames[r.semantics], r.proxy, flex, bootstrap)
-    return out.sort_values("kendall_tau", ascending=False, na_position="last").reset_index(drop=True)
+    # sorted by the tie-broken tau: tau-b rewards ties (depth's two values earn 0.68 from them)
+    return out.sort_values(["tau_tiebroken", "kendall_tau"], ascending=False, na_position="last").reset_index(drop=True)
 
 
 #: the trivial spec baselines shown (the parameter counts are the analytic-count rows)
@@ -275,6 +315,30 @@ def _values_of(bench: Any, proxy: str, semantics: str, source: str, cache: Path,
                                "'analytic count', 'trivial baseline (spec)'")
 
 
+#: rows always compared with the rules beside the verdict's own: the field's two most-cited
+#: proxies since NAS-Bench-Suite-Zero, and the seed paper's best, on the model that was trained
+NAMED_COMPARISONS: list[tuple[str, str, str]] = [
+    ("zico", "as_trained", "live"), ("meco", "as_trained", "live"), ("head_softmax_confidence", "as_trained", "live"),
+]
+
+
+def comparisons_table(comps: list[dict[str, Any]]) -> str:
+    """Every paired difference in the JSON as one table (proxy, metric, both values, the
+    difference with its interval and the word), so each figure a page or the README quotes
+    can be found on this page."""
+    names = {"tau_tiebroken": "tie-broken τ", "tau_within_cell": "within-cell τ-b",
+             "tau_within_cell_tb": "within-cell, tie-broken"}
+    rows = ["| proxy | semantics | against | metric | proxy's | rule's | paired difference [95 % CI] | reading |",
+            "|---|---|---|---|---|---|---|---|"]
+    for c in comps:
+        if not np.isfinite(c["diff"]):
+            continue
+        rows.append(f"| {c['proxy']} | {c['semantics']} | {c['rule']} | {names.get(c['metric'], c['metric'])} | "
+                    f"{c['value']:.3f} | {c['rule_value']:.3f} | {c['diff']:+.3f} [{c['ci_low']:+.3f}, "
+                    f"{c['ci_high']:+.3f}] | {c['word']} |")
+    return "\n".join(rows) + "\n"
+
+
 def verdict_candidates(lb: pd.DataFrame) -> list[tuple[str, str, str]]:
     """The training-free rows the verdict names: the best by tie-broken τ over all archs and
     the best by each within-cell τ (live or stored, not a size count), as (proxy,
@@ -301,7 +365,9 @@ def verdict_comparisons(bench: Any, lb: pd.DataFrame, cache: Path, bootstrap: in
     cells = rank_context(flex[["id"]], "flexibert", bench).cells
     rules = {r: _values_of(bench, r, "as_trained", "trivial baseline (spec)", cache) for r in RULES}
     out: list[dict[str, Any]] = []
-    for proxy, sem, source in verdict_candidates(lb):
+    named = verdict_candidates(lb)
+    named += [t for t in NAMED_COMPARISONS if t not in named and ((lb.proxy == t[0]) & (lb.semantics == t[1])).any()]
+    for proxy, sem, source in named:
         x = _values_of(bench, proxy, sem, source, cache, jobs)
         for c in compare({proxy: x}, flex["glue"].to_numpy(float), cells, rules, bootstrap=bootstrap):
             out.append({**c.as_dict(), "semantics": sem, "source": source})
@@ -440,7 +506,10 @@ def render(lb: pd.DataFrame, bootstrap: int, ceilings: dict[str, Any] | None = N
     md.append("\nLPZero and W-PCA report FlexiBERT results, but their numbers could not be verified from the paper "
               "text available to this project, so none is quoted (an empty cell means exactly that). The seed paper's "
               "own figures are compared with the stored table in [Zero-cost proxies](proxies.md).\n\n")
-    md.append("## Every proxy, every semantics\n\nSorted by τ-b. Size counts are marked (size); the trivial spec "
+    dep = lb[(lb.proxy == "depth") & (lb.source != "live")]
+    why = (f" (τ-b rewards ties: `depth`, with two values, has τ-b {dep.kendall_tau.iloc[0]:.3f} but tie-broken τ "
+           f"{dep.tau_tiebroken.iloc[0]:.3f})" if len(dep) else "")
+    md.append("## Every proxy, every semantics\n\nSorted by tie-broken τ" + why + ". Size counts are marked (size); the trivial spec "
               "baselines are on the as-trained model.\n\n"
               "| rank | proxy | semantics | source | τ-b [95 % CI] | tie-broken τ [95 % CI] | ρ | 10 %-PW τ | "
               "within cell τ-b [95 % CI] | within cell, tie-broken [95 % CI] | within arch τ-b [95 % CI] | "
@@ -453,6 +522,21 @@ def render(lb: pd.DataFrame, bootstrap: int, ceilings: dict[str, Any] | None = N
                   + "".join(f"{_ci(r, m)} | " for m in WITHIN)
                   + f"{_fmt(getattr(r, 'partial_tau_given_params', float('nan')))} | {_fmt(r.top10_precision, 2)} | "
                   f"{_fmt(r.seconds_per_arch, 4)} |\n")
+    if comparisons:
+        md.append("\n## Against the one-line rules, paired\n\nEach row: the proxy and the rule scored on the same "
+                  "bootstrap resamples of the 500 archs; the difference's 95 % interval decides the reading (above, "
+                  "below, level with). `depth_then_width` orders no pair inside a cell, so it has no within-cell "
+                  "row.\n\n" + comparisons_table(comparisons))
+    fewer = [r for r in lb.itertuples() if r.source == "live" and r.n < 500]
+    if fewer:
+        md.append("\nRows scored on fewer than 500 archs, and why:\n\n")
+        for r in fewer:
+            md.append(f"* `{r.proxy}` ({r.semantics}): n = {int(r.n)}; {r.note}\n")
+    free = [p for p in SEMANTICS_FREE if p in set(lb.proxy)]
+    if free:
+        md.append("\n" + ", ".join(f"`{p}`" for p in free) + " read the spec as the NSC authors construct it, which "
+                  "no semantics changes, so each has one row (listed under as_trained); `nsc_model` and "
+                  "`zerolm_model` are the same closed forms over the weight matrices of each semantics' model.\n")
     md.append("\n## Two transformer proxies, as implemented here\n\n"
               "* **W-PCA** (`w_pca`; Wang, ICLR 2025): the whole model's parameter count times the sum, over "
               "feed-forward blocks, of the number of principal components of the hidden Linears' outputs needed to "
@@ -500,8 +584,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--render-only", action="store_true", help="rewrite the page from its JSON; compute nothing")
     ap.add_argument("--verdicts-only", action="store_true",
                     help="recompute only the verdict's paired differences (from the cache) into the JSON, then render")
+    ap.add_argument("--computed-on", action="append", default=[], metavar="LAYER=WHERE",
+                    help="record where a cache layer's parts were computed when it was not this machine (e.g. "
+                         "'leaderboard-standard=16 x86-64 cores, torch 2.11.0'); kept in the JSON's provenance")
     a = ap.parse_args(argv)
     out = Path(a.out)
+    computed_on = {}
+    for item in a.computed_on:
+        layer, sep, where = item.partition("=")
+        known = [d.rsplit("-{", 1)[0] for d, _ in LAYERS]
+        if not sep or layer not in known:
+            ap.error(f"--computed-on {item!r}: expected LAYER=WHERE with LAYER one of {known}")
+        computed_on[layer] = where
     if a.render_only:
         stored = json.loads(out.with_suffix(".json").read_text())
     elif a.verdicts_only:
@@ -524,10 +618,15 @@ def main(argv: list[str] | None = None) -> int:
                   "published": PUBLISHED, "ceilings": rank_ceilings(bench, reps=100),
                   "best_proxy_depth_ranges": best_proxy_depth_ranges(bench, lb, Path(a.cache), a.jobs),
                   "verdict_comparisons": verdict_comparisons(bench, lb, Path(a.cache), a.bootstrap, a.jobs),
-                  "bootstrap": a.bootstrap, "machine": _machine(),
+                  "bootstrap": a.bootstrap,
+                  "machine": "; ".join([_machine(), *(f"the proxies of cache layer {k} "
+                                                      f"({', '.join(dict((d.rsplit('-{', 1)[0], n) for d, n in LAYERS)[k])})"
+                                                      f" computed on {v}" for k, v in computed_on.items())]),
                   "live_batch": str(live.batch.iloc[0]) if len(live) else "",
                   "provenance": provenance("python -m studies.leaderboard", bench, ids="0-499", bootstrap=a.bootstrap,
-                                           bootstrap_seed=0, ceilings_reps=100, cache=str(a.cache))}
+                                           bootstrap_seed=0, ceilings_reps=100, cache=str(a.cache),
+                                           layers={d.rsplit("-{", 1)[0]: names for d, names in LAYERS},
+                                           computed_on=computed_on or "every layer on this machine")}
     # the page is rendered from the JSON text as written, so --render-only gives the same page
     text = json.dumps(stored, indent=1, default=str) + "\n"
     md = render_stored(json.loads(text))
