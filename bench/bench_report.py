@@ -62,6 +62,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="8 ids instead of 500")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes of evaluate (the bare loop is one process)")
     ap.add_argument("--bootstrap", type=int, default=200)
+    ap.add_argument("--keep", type=Path, default=None, help="copy the report folder here afterwards (to look at it)")
     a = ap.parse_args()
     bench = Benchmark.load(progress=False)
     ids = list(range(0, len(bench), len(bench) // 8))[:8] if a.quick else list(range(len(bench)))
@@ -83,6 +84,10 @@ def main() -> None:
         t = time.perf_counter()
         report.write_report(res, Path(tmp) / "again", prov, bench=bench)
         alone = time.perf_counter() - t
+        if a.keep is not None:
+            import shutil
+
+            shutil.copytree(Path(tmp) / "report", a.keep, dirs_exist_ok=True)
     models, rows = res.computed, len(ids) * len(SEMANTICS)
     print(f"{'bare build + forward (floor)':44s} {per_model * 1e3:9.1f} ms/model (baseline, {3 * len(sample)} models)")
     print(f"{'bare loop over the models built':44s} {per_model * models:9.1f} s  ({models} models for {rows} rows)")
