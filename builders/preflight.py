@@ -124,19 +124,19 @@ def preflight(archs: Sequence[Any], *, corpus: str = "hf:openwebtext", glue: str
               semantics: SemanticsLike = AS_TRAINED, device: str | None = None, executor: str = "local",
               id: int | None = None) -> Any:
     """Check every input of a build of ``archs`` before any work; return its
-    :class:`~.entry.Recipe`, or raise :class:`~nasbench_bert.errors.PreflightError` listing
+    :class:`~.recipe.Recipe`, or raise :class:`~nasbench_bert.errors.PreflightError` listing
     every problem, each with its field. Writes nothing.
 
-    Checked: the archs (in the space), the recipe's fields (:func:`~.entry.make_recipe`),
+    Checked: the archs (in the space), the recipe's fields (:func:`~.recipe.make_recipe`),
     the corpus (readable, holding text), the GLUE source and each task's train and dev
     files (their columns), the ``results`` and ``workdir`` folders and, for a
     ``pretokenized`` corpus, its cache folder (writable), the device (available here for
     the local executor; well-formed for Ray and SLURM, whose tasks run elsewhere) and the
     executor.
     """
-    from .entry import make_recipe
     from .glue import TASKS
     from .pretrain import resolve_device
+    from .recipe import make_recipe
 
     problems: list[InputProblem] = []
     for a in archs:
