@@ -43,7 +43,7 @@ import shutil
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -53,8 +53,32 @@ from .atomic import replace_dir, staging_dir
 from .errors import InvalidArgumentError
 from .vocabulary import BenchmarkLike
 
-if TYPE_CHECKING:  # the type only: evaluation imports this module
-    from .evaluation import Evaluation
+
+class EvaluationLike(Protocol):
+    """What a report reads of an :class:`~nasbench_bert.evaluation.Evaluation`: the proxy's
+    name, the table of rows, the per-arch values and the notes.
+
+    Why a protocol and not the class: :mod:`.evaluation` sits above this module and calls
+    it (``evaluate(..., report=DIR)``), so importing the class here, even for its type
+    only, would tie the two into an import circle. Read-only properties, so the frozen
+    dataclass satisfies it."""
+
+    @property
+    def proxy(self) -> str: ...
+
+    @property
+    def rows(self) -> pd.DataFrame: ...
+
+    @property
+    def values(self) -> pd.DataFrame: ...
+
+    @property
+    def notes(self) -> tuple[str, ...]: ...
+
+
+#: the evaluation :func:`report_run` was given, handed back as the same type
+_E = TypeVar("_E", bound=EvaluationLike)
+
 
 #: the files of a report folder
 REPORT_FILES: tuple[str, ...] = ("table.md", "table.tex", "scatter.png", "cells.png", "values.parquet")
@@ -146,7 +170,7 @@ class Provenance:
 
 
 # -- the entry point ---------------------------------------------------------------------------
-def write_report(evaluation: "Evaluation", directory: str | os.PathLike[str], provenance: Provenance, *,
+def write_report(evaluation: EvaluationLike, directory: str | os.PathLike[str], provenance: Provenance, *,
                  bench: BenchmarkLike, leaderboard: str | os.PathLike[str] | None = LEADERBOARD) -> Path:
     """Write the report of ``evaluation`` to ``directory`` (see the module docstring);
     return the folder. ``provenance``: what produced the values (:class:`Provenance`).
@@ -179,7 +203,7 @@ def write_report(evaluation: "Evaluation", directory: str | os.PathLike[str], pr
         raise
 
 
-def report_run(evaluation: "Evaluation", directory: Path | None, run: Any) -> "Evaluation":
+def report_run(evaluation: _E, directory: Path | None, run: Any) -> _E:
     """:func:`write_report` of what :func:`nasbench_bert.evaluation.evaluate` found, when
     it was asked for one (``directory`` from :func:`check_report_dir`; None: nothing is
     written); returns ``evaluation``. ``run``: evaluate's checked arguments (its ``_Run``,
@@ -201,7 +225,7 @@ class _ReportData:
     seed: int
 
     @classmethod
-    def of(cls, ev: "Evaluation", bench: BenchmarkLike, prov: Provenance) -> "_ReportData":
+    def of(cls, ev: EvaluationLike, bench: BenchmarkLike, prov: Provenance) -> "_ReportData":
         v = ev.values
         target = np.full(len(v), np.nan)
         cells = np.full(len(v), np.nan)
@@ -229,7 +253,7 @@ def _read_leaderboard(path: str | os.PathLike[str] | None) -> dict[str, Any] | N
 
 
 # -- the tables -------------------------------------------------------------------------------
-def _tables(ev: "Evaluation", board: dict[str, Any] | None, prov: Provenance) -> list[tuple[str, str, pd.DataFrame]]:
+def _tables(ev: EvaluationLike, board: dict[str, Any] | None, prov: Provenance) -> list[tuple[str, str, pd.DataFrame]]:
     """(benchmark, semantics, rows) per block: the Evaluation's headline rows, then the
     leaderboard's published/standard rows the Evaluation lacks (kind ``leaderboard``);
     within a kind, by tie-broken τ (the τ a coarse rule cannot inflate), best first."""
@@ -286,7 +310,7 @@ def _board_line(board: dict[str, Any] | None) -> str:
             f"{board.get('bootstrap', '?')} bootstrap resamples), not recomputed on this report's rows.")
 
 
-def _markdown(ev: "Evaluation", tables: list[tuple[str, str, pd.DataFrame]], board: dict[str, Any] | None,
+def _markdown(ev: EvaluationLike, tables: list[tuple[str, str, pd.DataFrame]], board: dict[str, Any] | None,
               data: _ReportData) -> str:
     out = [f"# Report: `{ev.proxy}`\n",
            "Every metric with its 95 % bootstrap interval; rows of one block are scored on the same archs, "
@@ -337,7 +361,7 @@ def _tex_cell(row: Mapping[str, Any], column: str, low: str, high: str) -> str:
     return f"{v} {{\\scriptsize $[{_fmt(row.get(low))}, {_fmt(row.get(high))}]$}}"
 
 
-def _latex(ev: "Evaluation", tables: list[tuple[str, str, pd.DataFrame]], board: dict[str, Any] | None) -> str:
+def _latex(ev: EvaluationLike, tables: list[tuple[str, str, pd.DataFrame]], board: dict[str, Any] | None) -> str:
     """A booktabs ``tabular`` (needs ``\\usepackage{booktabs}``): one block per benchmark
     and semantics, separated by ``\\midrule``."""
     ncol = 3 + len(METRICS)
@@ -361,14 +385,14 @@ def _latex(ev: "Evaluation", tables: list[tuple[str, str, pd.DataFrame]], board:
 
 
 # -- per-cell within-cell τ ----------------------------------------------------------------------
-def _oriented(ev: "Evaluation", bm: str, sem: str, name: str, x: np.ndarray) -> np.ndarray:
+def _oriented(ev: EvaluationLike, bm: str, sem: str, name: str, x: np.ndarray) -> np.ndarray:
     """``x`` with the score's declared orientation applied (higher = better)."""
     r = ev.rows[(ev.rows.benchmark == bm) & (ev.rows.semantics == sem) & (ev.rows.proxy == name)]
     hib = bool(r.higher_is_better.iloc[0]) if len(r) and "higher_is_better" in r else True
     return x if hib else -x
 
 
-def cell_taus(ev: "Evaluation", data: _ReportData, sem: str, name: str) -> pd.DataFrame:
+def cell_taus(ev: EvaluationLike, data: _ReportData, sem: str, name: str) -> pd.DataFrame:
     """The within-cell τ of score ``name`` under ``sem`` in each FlexiBERT (layers, hidden
     size) cell, both forms, each with its bootstrap interval (rows resampled within the
     cell): columns cell, layers, hidden_size, n, and the :data:`metrics.METRICS` estimates
@@ -395,7 +419,7 @@ def cell_taus(ev: "Evaluation", data: _ReportData, sem: str, name: str) -> pd.Da
     return pd.DataFrame(rows)
 
 
-def _cell_scores(ev: "Evaluation", sem: str) -> list[str]:
+def _cell_scores(ev: EvaluationLike, sem: str) -> list[str]:
     """The scores cells.png draws under ``sem``: the proxy, the compared, and the
     baselines that vary within some cell (the others are constant there)."""
     r = ev.rows[(ev.rows.benchmark == "flexibert") & (ev.rows.semantics == sem) & (ev.rows.target == "glue")]
@@ -404,7 +428,7 @@ def _cell_scores(ev: "Evaluation", sem: str) -> list[str]:
     return [p for p in keep.proxy if p in ev.values]
 
 
-def _per_cell_markdown(ev: "Evaluation", data: _ReportData) -> str:
+def _per_cell_markdown(ev: EvaluationLike, data: _ReportData) -> str:
     sems = list(dict.fromkeys(ev.values.loc[ev.values.benchmark == "flexibert", "semantics"]))
     if not sems:
         return ""
@@ -451,7 +475,7 @@ def _ceiling_line(board: dict[str, Any] | None, bench: BenchmarkLike) -> str:
             f"τ-b {tau[0]:.3f} [{tau[1]:.3f}, {tau[2]:.3f}], within-cell τ {cell[0]:.3f} [{cell[1]:.3f}, {cell[2]:.3f}]")
 
 
-def _panels(ev: "Evaluation") -> list[tuple[str, str]]:
+def _panels(ev: EvaluationLike) -> list[tuple[str, str]]:
     return list(dict.fromkeys(zip(ev.values.benchmark, ev.values.semantics)))
 
 
@@ -482,7 +506,7 @@ def _score_axis(x: np.ndarray, name: str) -> tuple[np.ndarray, str, bool]:
     return x, name, False
 
 
-def _scatter_png(path: Path, ev: "Evaluation", data: _ReportData, ceiling: str) -> None:
+def _scatter_png(path: Path, ev: EvaluationLike, data: _ReportData, ceiling: str) -> None:
     plt = _pyplot()
     panels = _panels(ev)
     fig, axes = plt.subplots(1, len(panels), figsize=(PANEL_SIZE[0] * len(panels), PANEL_SIZE[1] + SCATTER_TITLE),
@@ -517,7 +541,7 @@ def _scatter_png(path: Path, ev: "Evaluation", data: _ReportData, ceiling: str) 
     _save(fig, path, plt)
 
 
-def _cells_png(path: Path, ev: "Evaluation", data: _ReportData) -> None:
+def _cells_png(path: Path, ev: EvaluationLike, data: _ReportData) -> None:
     plt = _pyplot()
     sems = list(dict.fromkeys(ev.values.loc[ev.values.benchmark == "flexibert", "semantics"]))
     fig, axes = plt.subplots(1, max(len(sems), 1), figsize=(PANEL_SIZE[0] * max(len(sems), 1), PANEL_SIZE[1] + 1.2),
@@ -564,7 +588,7 @@ _BASELINE_COLOURS: tuple[str, ...] = ("C0", "C1", "C2", "C4", "C5", "C6", "C7", 
 
 
 # -- values ----------------------------------------------------------------------------------
-def _values_frame(ev: "Evaluation", data: _ReportData, prov: Provenance) -> pd.DataFrame:
+def _values_frame(ev: EvaluationLike, data: _ReportData, prov: Provenance) -> pd.DataFrame:
     """One row per arch x semantics x score, with what produced each value."""
     from . import __version__
 
