@@ -283,6 +283,12 @@ def _tables(ev: EvaluationLike, board: dict[str, Any] | None, prov: Provenance) 
 def _kind_label(row: Mapping[str, Any]) -> str:
     """How the table names a row's kind; a leaderboard row says its source there too."""
     label = _KIND_LABEL[row["kind"]]
+    if row["kind"] == "leaderboard":  # the proxy's own group (the seed paper's, ETAS's, published, standard)
+        from .proxies import registry
+
+        proxy = registry.REGISTRY["flexibert"].get(str(row.get("proxy")))
+        groups = [g for g in (proxy.group if proxy is not None else ()) if g in LEADERBOARD_GROUPS]
+        label = f"{groups[0]} †" if groups else label
     src = row.get("source")
     return f"{label} ({src})" if row["kind"] == "leaderboard" and isinstance(src, str) and src else label
 
