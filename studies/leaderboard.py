@@ -144,6 +144,33 @@ def _nonfinite_note(df: pd.DataFrame, proxy: str, sem: str, note: Any) -> Any:
     return "; ".join(x for x in (note if isinstance(note, str) else "", text) if x)
 
 
+#: a live proxy with fewer distinct values than this over the archs gets a note: its τ-b is
+#: earned by ties and its tie-broken τ is a coin toss inside each tie
+FEW_VALUES = 20
+#: why a proxy takes few values on the live batch, where the reason is known
+FEW_VALUES_WHY = {
+    "swap": "SWAP counts distinct sign patterns over the batch's B = 8 sequences, so its count is capped at "
+            "2^8 = 256 (or 3^8 = 6561 where an activation is exactly 0); [Published proxies](published.md) runs it "
+            "on 16 sequences too",
+}
+
+
+def _few_values_note(df: pd.DataFrame, proxy: str, note: Any) -> Any:
+    """The row's note, plus "k distinct values over n archs" when a live proxy takes fewer
+    than :data:`FEW_VALUES` values (and why, from :data:`FEW_VALUES_WHY`)."""
+    if proxy not in df.columns:
+        return note
+    v = pd.to_numeric(df[proxy], errors="coerce").to_numpy(float)
+    v = v[np.isfinite(v)]
+    k = len(np.unique(v))
+    if not len(v) or k >= FEW_VALUES:
+        return note
+    text = f"{k} distinct values over {len(v)} archs"
+    if proxy in FEW_VALUES_WHY:
+        text += f" ({FEW_VALUES_WHY[proxy]})"
+    return "; ".join(x for x in (note if isinstance(note, str) else "", text) if x)
+
+
 def _layer_key(sub: str) -> str:
     """The suffix of a layer's pass-time column: its cache directory without the semantics."""
     return sub.rsplit("-", 1)[0] if sub.count("-") else sub
@@ -198,6 +225,7 @@ def leaderboard(bench: Any, cache: Path, bootstrap: int = 1000, jobs: int = 1) -
         if "note" not in s.columns:
             s["note"] = None
         s["note"] = [_nonfinite_note(df, r.proxy, sem, r.note) for r in s.itertuples()]
+        s["note"] = [_few_values_note(df, r.proxy, r.note) for r in s.itertuples()]
         s.loc[fitted, "note"] = [
             "; ".join(x for x in (str(n) if isinstance(n, str) else "", "scored on ids 250-499 only: its alpha was "
                                   "chosen on ids 0-249 (the best Spearman rho there, the NSC authors' rule)") if x)
@@ -527,9 +555,10 @@ def render(lb: pd.DataFrame, bootstrap: int, ceilings: dict[str, Any] | None = N
                   "bootstrap resamples of the 500 archs; the difference's 95 % interval decides the reading (above, "
                   "below, level with). `depth_then_width` orders no pair inside a cell, so it has no within-cell "
                   "row.\n\n" + comparisons_table(comparisons))
-    fewer = [r for r in lb.itertuples() if r.source == "live" and r.n < 500]
+    fewer = [r for r in lb.itertuples() if r.source == "live" and isinstance(getattr(r, "note", None), str) and r.note
+             and (r.n < 500 or "distinct values" in r.note)]
     if fewer:
-        md.append("\nRows scored on fewer than 500 archs, and why:\n\n")
+        md.append("\nRows scored on fewer than 500 archs, or on few distinct values, and why:\n\n")
         for r in fewer:
             md.append(f"* `{r.proxy}` ({r.semantics}): n = {int(r.n)}; {r.note}\n")
     free = [p for p in SEMANTICS_FREE if p in set(lb.proxy)]

@@ -110,8 +110,8 @@ def test_published_small_form_says_what_it_computes():
     from studies import published as pub
 
     assert len(pub.SMALL_IDS) == 40 and "40-arch form" in pub.__doc__
-    assert pub.describe_ids(pub.SWEEP_IDS) == "every 5th id"
-    assert pub.describe_ids(pub.BATCH_IDS) == "every 10th id"
+    assert pub.describe_ids(pub.SWEEP_IDS) == "all 500 ids"
+    assert pub.describe_ids(pub.NSC_EVAL_IDS) == "every 10th id"
     assert pub.describe_ids(pub.SMALL_IDS) == "every 12th id, 0-468"
     assert pub.describe_ids(pub.SMALL_IDS[::4]) == "every 48th id, 0-432"
     assert pub.describe_ids([3, 7, 8]) == "3 ids"
