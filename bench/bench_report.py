@@ -26,35 +26,13 @@ from pathlib import Path
 
 import torch
 
+from bench_evaluate import bare_loop, token_diversity  # the same proxy and floor as the evaluate bench
 from nasbench_bert import Benchmark, proxies, report
-from nasbench_bert.models import build_flexibert
 from nasbench_bert.proxies.sweep import default_batch
 from nasbench_bert.semantics import SEMANTICS
 
 #: issue 29's target for the report of a forward-only proxy on 500 archs x 3 semantics
 TARGET_S = 600.0
-
-
-def token_diversity(model: torch.nn.Module, batch) -> float:
-    """A forward-only proxy: one minus the mean cosine similarity between the last
-    hidden state's token vectors within a sequence."""
-    with torch.no_grad():
-        out = model(batch.input_ids, batch.attention_mask, batch.token_type_ids)
-        z = torch.nn.functional.normalize(out.double(), dim=-1)
-        cos = z @ z.transpose(1, 2)
-    return float(1 - cos.mean())
-
-
-def bare_loop(bench: Benchmark, ids: list[int], batch) -> float:
-    """Seconds per model to build it and run token_diversity, over ``ids`` x every semantics."""
-    n = 0
-    t = time.perf_counter()
-    for sem in SEMANTICS.values():
-        for i in ids:
-            m = build_flexibert(bench.query(i, charge=False).arch, sem, seed=0).train(sem.protocol.train_mode)
-            token_diversity(m, batch)
-            n += 1
-    return (time.perf_counter() - t) / n
 
 
 def main() -> None:
