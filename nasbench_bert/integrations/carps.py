@@ -183,7 +183,19 @@ class _Base(ObjectiveFunction):
         return costs[0] if len(costs) == 1 else costs
 
 
-class FlexiBERTTabular(_Base):
+class _TabularBase(_Base):
+    """A task whose answers are the table's: its best value is the table's best, so CARP-S
+    can report regret (a surrogate task has no such exact minimum)."""
+
+    @property
+    def f_min(self) -> float | None:
+        if len(self.objectives) != 1:
+            return None
+        o = self.meta[self.objectives[0]]
+        return as_cost(o.best, o)
+
+
+class FlexiBERTTabular(_TabularBase):
     """FlexiBERT-500 as a CARP-S objective function: each trial is ``bench.query(arch)``.
 
     ``objectives``: names of ``bench.objectives`` (``"glue"``, a GLUE task,
@@ -210,13 +222,6 @@ class FlexiBERTTabular(_Base):
             from ..search import make_oracle
 
             self._oracle = make_oracle("tabular", self.bench)  # its nearest-evaluated-arch rule
-
-    @property
-    def f_min(self) -> float | None:
-        if len(self.objectives) != 1:
-            return None
-        o = self.meta[self.objectives[0]]
-        return as_cost(o.best, o)
 
     def arch_of(self, config: Configuration | Mapping[str, Any]) -> Arch:
         """The evaluated arch that answers ``config``."""
@@ -274,7 +279,7 @@ class FlexiBERTSurrogate(_Base):
                           endtime=end, additional_info={"arch": str(arch), "glue": glue, "expected_glue": expected})
 
 
-class NLPTabular(_Base):
+class NLPTabular(_TabularBase):
     """NAS-Bench-NLP on ``dataset`` (``"ptb"``: the shipped task; ``"wikitext2"``) as a
     CARP-S objective function: one categorical ``recipe_id`` over the runs with a finite
     final test loss; each trial is ``bench.nlp.query(recipe_id, dataset)``.
@@ -287,13 +292,6 @@ class NLPTabular(_Base):
         self.dataset = dataset
         super().__init__(objectives, self.bench.nlp.objectives[dataset], recipe_space(self.bench, dataset, seed),
                          loggers)
-
-    @property
-    def f_min(self) -> float | None:
-        if len(self.objectives) != 1:
-            return None
-        o = self.meta[self.objectives[0]]
-        return as_cost(o.best, o)
 
     def _evaluate(self, trial_info: TrialInfo) -> TrialValue:
         start = time.time()
