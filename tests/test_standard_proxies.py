@@ -1,6 +1,6 @@
 """NAS-Bench-Suite-Zero's standard proxies (``nasbench_bert.proxies.standard``) run
 through the public entry point under every semantics, and a few of their parts checked
-by hand. Their values against NASLib's code: ``tests/reference/test_standard_proxies.py``."""
+by hand. Their values against NASLib's code: ``tests/reference/test_standard_proxies_reference.py``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """ZiCo and MeCo through the public entry point, and the facts their adaptations rest on.
 
 The values themselves are pinned to the authors' code in
-``tests/reference/test_zico_meco.py``; here:
+``tests/reference/test_zico_meco_reference.py``; here:
 
 * both run through ``proxies.compute`` under all three semantics (FlexiBERT ids 0 and 1)
   and on one NAS-Bench-NLP recipe, with finite values and no recorded error;

@@ -58,7 +58,7 @@ Adaptations to a language model, and why:
 
 The eigenvalues are those of the symmetric correlation matrix (``eigvalsh``, float64);
 the authors' general solver (``torch.linalg.eig``, real parts) gives the same values up
-to rounding, which the reference test (``tests/reference/test_zico_meco.py``) checks by
+to rounding, which the reference test (``tests/reference/test_zico_meco_reference.py``) checks by
 feeding each layer's feature map to the authors' hook.
 """
 

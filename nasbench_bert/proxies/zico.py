@@ -53,7 +53,7 @@ projection, NAS-Bench-NLP's decoder).
 Cost: K forwards and backwards of B/K sequences each, about one forward + backward of
 the whole batch, on the freshly built model (``needs={"model"}``: its passes are its
 own, so the shared pass is not rerun for it). Gradients are copied to float64 before
-the statistics; the reference test (``tests/reference/test_zico_meco.py``) feeds the
+the statistics; the reference test (``tests/reference/test_zico_meco_reference.py``) feeds the
 same per-mini-batch gradients to the authors' ``getgrad`` / ``caculate_zico``.
 """
 

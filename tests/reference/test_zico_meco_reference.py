@@ -18,7 +18,7 @@ The authors' functions are loaded at run time from ``../shared/upstream/zero-cos
 Run with ``-s`` to see the largest relative difference of each proxy. Each test also
 shows that a perturbed input moves the value past its tolerance, so it can fail.
 
-    .venv/bin/python -m pytest -m reference -s -p no:cacheprovider tests/reference/test_zico_meco.py
+    .venv/bin/python -m pytest -m reference -s -p no:cacheprovider tests/reference/test_zico_meco_reference.py
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ image classifier has and a language model lacks, and nothing else:
 Gradient proxies are compared in float64 (both sides), Zen in float32 (NASLib draws its
 Gaussian input in float32). Run in the reference venv::
 
-    python -m pytest -m reference -s tests/reference/test_standard_proxies.py
+    python -m pytest -m reference -s tests/reference/test_standard_proxies_reference.py
 
 Each test prints its largest relative difference.
 """
