@@ -595,13 +595,76 @@ def _machine() -> str:
     return f"{platform.machine()} ({platform.python_implementation()} {platform.python_version()})"
 
 
+#: archs of the machine check (every 25th id: 20 archs per semantics)
+MACHINE_CHECK_IDS = tuple(range(0, 500, 25))
+#: below this Kendall tau between two machines' values a row's ranking is not the proxy's
+MACHINE_TAU = 0.95
+
+
+def machine_check(bench: Any, cache: Path, jobs: int = 1) -> dict[str, Any]:
+    """Recompute the layers computed elsewhere (``--computed-on``) on this machine for
+    :data:`MACHINE_CHECK_IDS`, in a fresh cache, and compare with the cached values: per
+    semantics and proxy, the Kendall tau between the two machines' values and the largest
+    relative difference. A proxy whose value is rounding noise (a vanishing gradient)
+    orders archs differently on another machine; the page names those rows."""
+    import tempfile
+
+    from scipy.stats import kendalltau
+
+    from nasbench_bert import proxies
+    from nasbench_bert.proxies import builtin  # noqa: F401  (registers the proxies _layered looks up)
+
+    out: dict[str, Any] = {"ids": f"every 25th id ({len(MACHINE_CHECK_IDS)} archs)", "rows": []}
+    for sem in ("as_trained", "as_specified", "authors"):
+        for sub, names in _layered(sem):
+            if not sub.startswith("leaderboard-standard") or not names:
+                continue
+            there = proxies.compute(list(MACHINE_CHECK_IDS), names, semantics=sem, bench=bench, cache=cache / sub,
+                                    progress=False)
+            with tempfile.TemporaryDirectory() as tmp:
+                here = proxies.compute(list(MACHINE_CHECK_IDS), names, semantics=sem, bench=bench, cache=Path(tmp),
+                                       progress=False, jobs=jobs)
+            for n in names:
+                x, y = there[n].to_numpy(float), here[n].to_numpy(float)
+                rel = np.abs(x - y) / np.maximum(np.abs(x), 1e-300)
+                out["rows"].append({"semantics": sem, "proxy": n, "tau": float(kendalltau(x, y).statistic),
+                                    "max_rel_diff": float(np.nanmax(rel)), "n": int(len(x))})
+    return out
+
+
+def machine_check_section(check: dict[str, Any] | None) -> str:
+    """The page's account of :func:`machine_check`: which rows order archs the same on both
+    machines, and which do not (their figures are not the proxy's)."""
+    if not check or not check.get("rows"):
+        return ""
+    rows = check["rows"]
+    bad = [r for r in rows if not r["tau"] >= MACHINE_TAU]
+    lines = ["\n## The standard layer on two machines\n\n",
+             f"The standard layer was computed on another machine (see the top of the page). It was recomputed here "
+             f"on {check['ids']} under each semantics and compared value by value: {len(rows) - len(bad)} of "
+             f"{len(rows)} (semantics, proxy) pairs order those archs alike (Kendall τ between the two machines' values "
+             f"≥ {MACHINE_TAU}), though their values differ (largest relative difference among those: "
+             + (lambda w: f"{w['max_rel_diff']:.1e}, `{w['proxy']}` under {w['semantics']}")(
+                 max((r for r in rows if r["tau"] >= MACHINE_TAU), key=lambda r: r["max_rel_diff"]))
+             + ").\n"]
+    if bad:
+        lines.append("\n**Not the proxy's ranking: the rows below order archs differently on two machines.** Their "
+                     "figures measure rounding, not the architecture"
+                     + (" (under `authors` the objective's gradient vanishes in exact arithmetic; see [Zero-cost "
+                        "proxies](proxies.md))" if all(r["semantics"] == "authors" for r in bad) else "")
+                     + "; do not cite them.\n\n"
+                     "| proxy | semantics | τ between machines | largest relative difference |\n|---|---|---|---|\n")
+        lines += [f"| {r['proxy']} | {r['semantics']} | {r['tau']:.3f} | {r['max_rel_diff']:.2g} |\n" for r in bad]
+    return "".join(lines)
+
+
 def render_stored(stored: dict[str, Any]) -> str:
     """The page from the JSON as stored (what ``--render-only`` does): the leaderboard
     frame from its records, and the bootstrap count, machine and live batch recorded
     when it was computed (not this machine's)."""
     return render(pd.DataFrame.from_records(stored["leaderboard"]), stored["bootstrap"], stored["ceilings"],
                   stored["best_proxy_depth_ranges"], machine=stored["machine"], batch=stored["live_batch"],
-                  comparisons=stored.get("verdict_comparisons"))
+                  comparisons=stored.get("verdict_comparisons")) + machine_check_section(stored.get("machine_check"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -613,6 +676,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--render-only", action="store_true", help="rewrite the page from its JSON; compute nothing")
     ap.add_argument("--verdicts-only", action="store_true",
                     help="recompute only the verdict's paired differences (from the cache) into the JSON, then render")
+    ap.add_argument("--machine-check", action="store_true",
+                    help="recompute every 25th arch of the layers computed elsewhere on this machine, compare, and "
+                         "add the comparison to the JSON, then render")
     ap.add_argument("--computed-on", action="append", default=[], metavar="LAYER=WHERE",
                     help="record where a cache layer's parts were computed when it was not this machine (e.g. "
                          "'leaderboard-standard=16 x86-64 cores, torch 2.11.0'); kept in the JSON's provenance")
@@ -627,6 +693,12 @@ def main(argv: list[str] | None = None) -> int:
         computed_on[layer] = where
     if a.render_only:
         stored = json.loads(out.with_suffix(".json").read_text())
+    elif a.machine_check:
+        from nasbench_bert import Benchmark
+
+        stored = json.loads(out.with_suffix(".json").read_text())
+        stored["machine_check"] = {**machine_check(Benchmark.load(progress=False), Path(a.cache), a.jobs),
+                                   "here": _machine()}
     elif a.verdicts_only:
         from nasbench_bert import Benchmark
 

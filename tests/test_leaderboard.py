@@ -162,3 +162,20 @@ def test_proxies_page_table_is_the_leaderboards():
                 assert v == pytest.approx(float(r[c]), abs=6e-4), (key, c, v, r[c])
                 checked += 1
     assert checked >= 40
+
+
+def test_machine_check_names_every_row_that_orders_archs_differently_on_two_machines():
+    """The committed page lists exactly the (proxy, semantics) pairs whose two machines'
+    values disagree in order (tau below MACHINE_TAU), and a made-up disagreement shows up."""
+    import json
+
+    stored = json.loads((ROOT / "docs" / "leaderboard.json").read_text())
+    check = stored["machine_check"]
+    page = (ROOT / "docs" / "leaderboard.md").read_text()
+    bad = {(r["proxy"], r["semantics"]) for r in check["rows"] if not r["tau"] >= lbm.MACHINE_TAU}
+    listed = set(re.findall(r"^\| (\w+) \| (as_trained|as_specified|authors) \| [-0-9.]+ \| [-0-9.e+]+ \|$", page, re.M))
+    assert listed == bad and len(check["rows"]) == 24
+    fake = {**check, "rows": [{**r, "tau": 0.5} if r["proxy"] == "zico" and r["semantics"] == "as_trained" else r
+                              for r in check["rows"]]}
+    assert "| zico | as_trained | 0.500 |" in lbm.machine_check_section(fake)
+    assert lbm.machine_check_section(None) == ""
