@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from nasbench_bert import InvalidArchitectureError, InvalidRecipeError, parse_recipe, recipe_hash
 from nasbench_bert.spaces.nlp import isomorphic
-from tests.conftest import NLP
+from conftest import NLP
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "schemas" / "nlp_recipe.schema.json").read_text())
 EXAMPLES = json.loads((NLP / "data" / "recepies_example.json").read_text())

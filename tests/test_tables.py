@@ -18,7 +18,7 @@ from nasbench_bert.data.release import build_tables
 from nasbench_bert import Benchmark, DataIntegrityError, DataNotFoundError
 from nasbench_bert.data.resolve import resolve
 from nasbench_bert.data.tables import VERSION_DIR, DataDir
-from tests.conftest import ROOT, UPSTREAM
+from conftest import ROOT, UPSTREAM
 
 
 def test_build_is_deterministic(data_dir, tmp_path):

@@ -12,7 +12,7 @@ import pytest
 from nasbench_bert import Arch, InvalidArchitectureError, NotEvaluatedError, OutOfBudgetError
 from nasbench_bert.sizes import flexibert_num_params
 from nasbench_bert.data.tables import FLEXIBERT_PROXY_COLUMNS, NLP_PROXY_COLUMNS, RELEASE_TASK_NAMES
-from tests.conftest import TFN
+from conftest import TFN
 
 
 def _csv(path):
