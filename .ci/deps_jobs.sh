@@ -63,6 +63,9 @@ job_wheel() {
     tools
     local dist="$WORK/dist" out="$WORK/elsewhere"
     .venv-dist/bin/python -m build -q --outdir "$dist" . >"$WORK/build.log" 2>&1 || { cat "$WORK/build.log"; return 1; }
+    if grep -qE "Package would be ignored|Setuptools[A-Za-z]*Warning" "$WORK/build.log"; then  # e.g. a data folder setuptools would skip
+        cat "$WORK/build.log"; echo "deps_jobs: setuptools warned while building the sdist and wheel (above)" >&2; return 1
+    fi
     ls -l "$dist"
     .venv-dist/bin/twine check --strict "$dist"/*
     .venv-dist/bin/python .ci/dist_check.py contents "$dist"

@@ -31,9 +31,10 @@ def _tracked(*folders: str) -> list[str]:
 
 def contents(dist: Path) -> None:
     """The sdist holds what a build needs (the package, builders/ and schemas/, mapped into the
-    package by pyproject.toml); the wheel holds every module, py.typed, the schemas'
-    JSON and the CARP-S task configs,
-    under one import name, and declares the ranges pyproject.toml declares."""
+    package by pyproject.toml, and the LICENSE); the wheel holds every module, py.typed, the
+    schemas' JSON, the CARP-S task configs and the LICENSE (Apache-2.0 section 4(a): the text
+    travels with every copy), under one import name, and declares the ranges pyproject.toml
+    declares."""
     (sdist,) = dist.glob("nasbench_bert-*.tar.gz")
     (wheel,) = dist.glob("nasbench_bert-*.whl")
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -45,9 +46,13 @@ def contents(dist: Path) -> None:
     with tarfile.open(sdist) as t:
         prefix = f"nasbench_bert-{project['version']}/"
         in_sdist = {n[len(prefix):] for n in t.getnames() if n.startswith(prefix)}
-    need = set(tracked) | {"pyproject.toml", "README.md", "PKG-INFO"}
+    need = set(tracked) | {"pyproject.toml", "README.md", "LICENSE", "PKG-INFO"}
     if missing := sorted(need - in_sdist):
         _fail(f"{sdist.name} lacks {missing}")
+    licence = (ROOT / "LICENSE").read_bytes()
+    with tarfile.open(sdist) as t:
+        if t.extractfile(prefix + "LICENSE").read() != licence:
+            _fail(f"{sdist.name}'s LICENSE differs from the checkout's")
 
     def installed_as(p: str) -> str:  # pyproject's package-dir mapping
         for folder in ("builders", "schemas"):
@@ -73,10 +78,15 @@ def contents(dist: Path) -> None:
     declared = {key(Requirement(d)) for d in project["dependencies"]}
     if requires != declared:
         _fail(f"wheel METADATA Requires-Dist {sorted(requires)} != pyproject.toml dependencies {sorted(declared)}")
+    lic = f"nasbench_bert-{project['version']}.dist-info/licenses/LICENSE"
+    if "License-File: LICENSE" not in meta or lic not in names:
+        _fail(f"{wheel.name} does not carry the LICENSE file (pyproject.toml's license-files)")
+    if zipfile.ZipFile(wheel).read(lic) != licence or f"License-Expression: {project['license']}" not in meta:
+        _fail(f"{wheel.name}: its LICENSE differs from the checkout's, or METADATA lacks License-Expression: {project['license']}")
     if f"Requires-Python: {project['requires-python']}" not in meta:
         _fail(f"wheel METADATA lacks Requires-Python: {project['requires-python']}")
     print(f"dist_check: {sdist.name} ({len(in_sdist)} files) and {wheel.name} ({len(names)} files) hold the "
-          f"{len(tracked)} tracked package files, py.typed and the schemas; Requires-Dist = pyproject's {len(declared)} ranges")
+          f"{len(tracked)} tracked package files, py.typed, the schemas and the LICENSE; Requires-Dist = pyproject's {len(declared)} ranges")
 
 
 def versions(mode: str, extras: list[str]) -> None:
