@@ -224,11 +224,10 @@ def cmd_build_surrogate(args: argparse.Namespace) -> None:
 def _write_artifacts(path: Path, *, surrogate: bool) -> None:
     """The files made from the built tables (objectives.json, the pinned surrogate), listed
     in the manifest: fitted here, above the data layer (docs/surrogate.md)."""
-    from .benchmark.flexibert import Benchmark
+    from .benchmark.flexibert import complete_build
     from .data.tables import DataDir
-    from .surrogate.portable import write_artifacts
 
-    for name, e in write_artifacts(Benchmark(DataDir.open(path)), surrogate=surrogate).items():
+    for name, e in complete_build(DataDir.open(path), surrogate=surrogate).items():  # what Benchmark.load() adds too
         console.print(f"wrote {name} {e['file']} ({e['bytes']:,} bytes, sha256 {e['sha256'][:16]}…)")
 
 

@@ -50,9 +50,25 @@ if TYPE_CHECKING:  # heavy (scipy), imported only when a surrogate is asked for
     from ..surrogate import Surrogate, SurrogateResult
     from .nlp import NLPBenchmark
 
-__all__ = ["Benchmark", "FINAL_STEPS", "TABLE"]
+__all__ = ["Benchmark", "FINAL_STEPS", "TABLE", "complete_build"]
 
 TABLE = "flexibert"
+
+
+def complete_build(data: DataDir, *, surrogate: bool = True) -> dict[str, dict[str, Any]]:
+    """Add to freshly built tables the files made from them - ``objectives-v1.json`` and,
+    unless ``surrogate=False``, the pinned surrogate - and return their manifest entries.
+
+    Why one function: ``nasbench-bert build-data`` and :meth:`Benchmark.load` building on
+    first use must leave the same folder (the same sha256 for each file), or every process
+    of the README's path refits the surrogate (seconds to a minute) where loading the
+    file takes a fraction of a second. The writer lives below
+    (:func:`nasbench_bert.surrogate.portable.write_artifacts`); the data layer that builds
+    the tables calls this through ``complete=`` without importing anything above it.
+    """
+    from ..surrogate.portable import write_artifacts
+
+    return write_artifacts(Benchmark(data), surrogate=surrogate)
 
 
 class Benchmark(TabularBenchmark[FlexiBERTResult]):
@@ -102,7 +118,7 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
           a :class:`~nasbench_bert.SourceUnavailableWarning`.
 
         *How* - ``verify`` checks every table's sha256 against the manifest;
-        ``progress`` shows downloads and builds.
+        ``progress`` shows downloads and builds; a build adds what ``build-data`` adds (:func:`complete_build`).
 
         *What else* - ``results``: a folder of regenerated entries loaded alongside
         (:meth:`attach_results`; ``strict_results`` refuses any bad entry).
@@ -110,7 +126,7 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
         if results is not None and not isinstance(results, (str, os.PathLike)):
             raise InvalidArgumentError(f"results = {results!r} is not allowed; allowed: a folder (str or path) or None")
         data = load_data(path, source=source, repo_id=repo_id, revision=revision, endpoint=endpoint, token=token,
-                         verify=verify, progress=progress)
+                         verify=verify, progress=progress, complete=complete_build)
         bench = cls(data)
         if results is not None:
             bench.attach_results(results, strict=strict_results)

@@ -53,21 +53,35 @@ def _hub_step(verify: bool) -> DataDir:
     return download(pin.PINNED_REPO_ID, pin.PINNED_REVISION, verify=verify)
 
 
-def _release_step(progress: bool, verify: bool) -> DataDir:
+#: what a caller above the data layer adds to tables it just built (``Benchmark.load`` passes
+#: the writer of the pinned surrogate and objectives-v1.json, so that tables built on first
+#: load are the folder ``build-data`` writes; this layer never imports the surrogate)
+Complete = Callable[[DataDir], Any]
+
+
+def _release_step(progress: bool, verify: bool, complete: Complete | None = None) -> DataDir:
     from .release import build_tables
 
     dest = user_cache_dir()
     build_tables(release_source(), dest, progress=progress)
-    return DataDir.open(dest, verify=verify)
+    return _completed(DataDir.open(dest, verify=verify), complete)
+
+
+def _completed(data: DataDir, complete: Complete | None) -> DataDir:
+    """``data``, just built, after ``complete`` added its artifacts to it."""
+    if complete is not None:
+        complete(data)
+    return data
 
 
 def resolve(path: str | os.PathLike[str] | None = None, *, hub: bool = True, build: bool = True, progress: bool = True,
-            verify: bool = True) -> DataDir:
+            verify: bool = True, complete: Complete | None = None) -> DataDir:
     """Find (or fetch, or build) the benchmark tables in the order of the module doc.
 
     ``hub=False`` skips step 4 and ``build=False`` step 5 (``Benchmark.load(source="local")``
     uses neither). An explicit ``path`` or ``$NASBENCH_BERT_DATA`` that holds no tables
-    is an error, never silently passed over.
+    is an error, never silently passed over. ``complete`` runs on tables step 5 has just
+    built (:data:`Complete`).
     """
     if path is not None:
         return DataDir.open(path, verify=verify)
@@ -99,7 +113,7 @@ def resolve(path: str | os.PathLike[str] | None = None, *, hub: bool = True, bui
             warnings.warn(f"the user cache holds tables of another nasbench-bert version ({e}); fetching them afresh",
                           SourceUnavailableWarning, stacklevel=2)
     steps = ([("hub", lambda: _hub_step(verify))] if hub else []) + \
-            ([(f"release ({release_source()})", lambda: _release_step(progress, verify))] if build else [])
+            ([(f"release ({release_source()})", lambda: _release_step(progress, verify, complete))] if build else [])
     for i, (name, step) in enumerate(steps):
         try:
             return step()
@@ -128,13 +142,14 @@ def _fix(cache: Path) -> str:
             "or download with `nasbench-bert download --revision <sha>`.")
 
 
-def _from_release(location: str | None, verify: bool, progress: bool) -> DataDir:
+def _from_release(location: str | None, verify: bool, progress: bool, complete: Complete | None = None) -> DataDir:
     from .release import build_tables
 
     src = location or "github"
     dest = user_cache_dir() / "release" / re.sub(r"[^\w.-]+", "_", src)[-80:]
     if not (dest / VERSION_DIR / MANIFEST).is_file():
         build_tables(src, dest, progress=progress)
+        return _completed(DataDir.open(dest, verify=verify), complete)
     return DataDir.open(dest, verify=verify)
 
 
@@ -157,8 +172,10 @@ def fetch(
     token: str | bool | None = None,
     verify: bool = True,
     progress: bool = True,
+    complete: Complete | None = None,
 ) -> DataDir:
-    """Try each source in order; the first whose files verify wins.
+    """Try each source in order; the first whose files verify wins (``complete``: as in
+    :func:`resolve`, for tables a ``release`` source builds).
 
     A source that fails (unreachable, missing, corrupt) emits a
     :class:`SourceUnavailableWarning` naming the reason and the next source. When all
@@ -172,7 +189,8 @@ def fetch(
     failures: list[str] = []
     for i, (spec, (kind, arg)) in enumerate(zip(sources, specs)):
         try:
-            return _FETCHERS[kind](arg, repo_id=repo_id, revision=revision, token=token, verify=verify, progress=progress)
+            return _FETCHERS[kind](arg, repo_id=repo_id, revision=revision, token=token, verify=verify, progress=progress,
+                                   complete=complete)
         except NasBenchError as e:
             failures.append(f"{spec}: {e}")
             nxt = f"trying {sources[i + 1]!r}" if i + 1 < len(specs) else "no source left"
@@ -180,14 +198,16 @@ def fetch(
     raise DataNotFoundError("no data source worked:\n  " + "\n  ".join(failures))
 
 
-def _fetch_hub(arg: str | None, *, repo_id: str, revision: str | None, token: Any, verify: bool, progress: bool) -> DataDir:
+def _fetch_hub(arg: str | None, *, repo_id: str, revision: str | None, token: Any, verify: bool, progress: bool,
+               **_: Any) -> DataDir:
     from .hub import download
 
     return download(repo_id, revision, endpoint=arg, token=token, verify=verify)
 
 
-def _fetch_release(arg: str | None, *, verify: bool, progress: bool, **_: Any) -> DataDir:
-    return _from_release(arg, verify, progress)
+def _fetch_release(arg: str | None, *, verify: bool, progress: bool, complete: Complete | None = None,
+                   **_: Any) -> DataDir:
+    return _from_release(arg, verify, progress, complete)
 
 
 def _fetch_local(arg: str | None, *, verify: bool, **_: Any) -> DataDir:
@@ -210,10 +230,12 @@ _SOURCE_FORMS = ("'auto', 'local', 'hub', 'release', or a list of 'hub', 'hub:<e
 
 def load_data(path: str | os.PathLike[str] | None = None, *, source: str | Sequence[str] = "auto",
               repo_id: str | None = None, revision: str | None = None, endpoint: str | None = None,
-              token: str | bool | None = None, verify: bool = True, progress: bool = True) -> DataDir:
+              token: str | bool | None = None, verify: bool = True, progress: bool = True,
+              complete: Complete | None = None) -> DataDir:
     """The tables from ``source`` (the forms of :meth:`nasbench_bert.Benchmark.load`),
     with every argument checked first: a bad one names itself and the allowed forms,
-    and nothing is downloaded or built for a call that cannot succeed."""
+    and nothing is downloaded or built for a call that cannot succeed. ``complete`` runs
+    on tables built here from release files (:data:`Complete`)."""
     from . import hub
 
     if not isinstance(source, (str, list, tuple)) or (not isinstance(source, str)
@@ -227,7 +249,8 @@ def load_data(path: str | os.PathLike[str] | None = None, *, source: str | Seque
     if source in ("auto", "local"):
         if repo_id is not None or revision is not None or endpoint is not None:
             raise InvalidArgumentError(f"repo_id/revision/endpoint only apply to source='hub'; got source = {source!r}")
-        return resolve(path, hub=source == "auto", build=source == "auto", progress=progress, verify=verify)
+        return resolve(path, hub=source == "auto", build=source == "auto", progress=progress, verify=verify,
+                       complete=complete)
     if path is not None:
         raise InvalidArgumentError(f"path only applies to source='auto' or 'local'; got source = {source!r}")
     if source == "hub":
@@ -236,4 +259,4 @@ def load_data(path: str | os.PathLike[str] | None = None, *, source: str | Seque
     if endpoint is not None:
         raise InvalidArgumentError("endpoint= applies to source='hub'; in a source list write 'hub:<endpoint>'")
     return fetch(source, repo_id=repo_id or hub.DEFAULT_REPO_ID, revision=revision or hub.DEFAULT_REVISION,
-                 token=token, verify=verify, progress=progress)
+                 token=token, verify=verify, progress=progress, complete=complete)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ..checks import check_bench
 from ..errors import InvalidArgumentError
@@ -100,22 +101,27 @@ class Surrogate:
         make_family(family)  # validates the name
         feature_set(features)
         self.family, self.features = family, features
-        if model is None:
-            df = bench.to_pandas()
-            X = surrogate_features(df["space_index"].to_numpy(dtype=np.int64), features)
-            model = make_family(family).fit(X, df[list(TARGETS)].to_numpy(dtype=float))
-        self.model = model
         self._bench = bench
         self._noise = None
         self._lut: tuple[np.ndarray, np.ndarray] | None = None
-        if feature_set(features).per_class:  # features are per as-trained class: score each class once
-            rep = surrogate_features(class_representatives(), features)
-            keys, first = np.unique(twin_keys_of(rep), return_index=True)
-            m, s = self.model.predict(rep[first], return_std=True)
-            lut_m = np.full((2 ** 14, len(TARGETS)), np.nan)
-            lut_s = np.full_like(lut_m, np.nan)
-            lut_m[keys], lut_s[keys] = m, s
-            self._lut = (lut_m, lut_s)
+        # One BLAS/OpenMP thread while fitting and scoring: the matrices are small (500 rows), so
+        # threads only add contention - on two busy cores a bare fit took 39 s with OpenBLAS's 2
+        # threads and 6 s with one (bench/bench_surrogate.py prints both) - and one thread makes the
+        # fitted numbers, and the pinned file's bytes, independent of the machine's core count.
+        with threadpool_limits(limits=1):
+            if model is None:
+                df = bench.to_pandas()
+                X = surrogate_features(df["space_index"].to_numpy(dtype=np.int64), features)
+                model = make_family(family).fit(X, df[list(TARGETS)].to_numpy(dtype=float))
+            self.model = model
+            if feature_set(features).per_class:  # features are per as-trained class: score each class once
+                rep = surrogate_features(class_representatives(), features)
+                keys, first = np.unique(twin_keys_of(rep), return_index=True)
+                m, s = self.model.predict(rep[first], return_std=True)
+                lut_m = np.full((2 ** 14, len(TARGETS)), np.nan)
+                lut_s = np.full_like(lut_m, np.nan)
+                lut_m[keys], lut_s[keys] = m, s
+                self._lut = (lut_m, lut_s)
 
     def predict_indices(self, idx: np.ndarray, return_std: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
         """(mean, std) arrays of shape (n, 9): glue then the 8 tasks."""
