@@ -248,11 +248,16 @@ def _writable(folder: Path, option: str) -> None:
 
 
 def cmd_download(args: argparse.Namespace) -> None:
-    from .data.hub import download
+    from .data.hub import download, remember
+    from .data.tables import has_data, user_cache_dir
 
     d = download(args.repo_id, args.revision, endpoint=args.endpoint)
     d.verify_all()
+    remember(args.repo_id, d)  # what Benchmark.load() and the commands load next (step 3 of docs/data.md's order)
     console.print(f"verified {len(d.manifest['tables'])} tables of {args.repo_id}@{args.revision} (commit {d.path.parent.name}) in {d.path}")
+    if has_data(user_cache_dir()):
+        console.print(f"the user cache also holds tables built there ({user_cache_dir()}), which load first; load these "
+                      f"with --data {d.path} or Benchmark.load({str(d.path)!r})")
 
 
 #: the value of ``--ids``, ``--nlp-ids`` and ``--semantics`` that selects everything

@@ -6,7 +6,9 @@ never has to read a traceback into library internals to understand a bad input.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
+from typing import Any
 
 
 class NasBenchError(Exception):
@@ -75,11 +77,18 @@ class IncompleteSweepError(NasBenchError, RuntimeError):
     running the same call again computes only the missing ones."""
 
 
-class SourceUnavailableWarning(UserWarning):
+class NasBenchWarning(UserWarning):
+    """Base class of the package's own warnings. Each prints as one line,
+    ``nasbench-bert: <Category>: <message>``, instead of Python's form, which adds the
+    file and line inside the library and echoes that source line (a newcomer's first
+    ``Benchmark.load()`` showed ``resolve.py:260`` and a line of its code): :func:`_one_line`."""
+
+
+class SourceUnavailableWarning(NasBenchWarning):
     """A data source failed (offline, missing, corrupt); the next one in the order is tried."""
 
 
-class InputRowsWarning(UserWarning):
+class InputRowsWarning(NasBenchWarning):
     """Rows of a user's table were merged or dropped because an explicit option said so
     (``scoring.score``'s ``duplicates=`` / ``unknown_ids=``); the message says which and
     how many, so that what was scored is never a silent subset of what was given."""
@@ -107,3 +116,18 @@ class PreflightError(InvalidArgumentError):
 
     def __reduce__(self) -> tuple[type, tuple[list[InputProblem]]]:  # pickled whole (Ray returns errors by pickle)
         return (type(self), (self.problems,))
+
+
+def _one_line(message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None) -> str:
+    """How a warning prints: a :class:`NasBenchWarning` as one line naming its category
+    (what a filter selects it by); every other warning as Python formats it. Installed
+    over :func:`warnings.formatwarning` when the package is imported, chained to the
+    formatter that was there, so nobody else's warnings change."""
+    if isinstance(category, type) and issubclass(category, NasBenchWarning):
+        return f"nasbench-bert: {category.__name__}: {message}\n"
+    return _formatwarning(message, category, filename, lineno, line)
+
+
+if getattr(warnings.formatwarning, "__module__", None) != __name__:  # once, also when this module is reloaded
+    _formatwarning: Any = warnings.formatwarning
+    warnings.formatwarning = _one_line

@@ -292,3 +292,33 @@ def test_a_revision_with_only_schema_1_tables_is_refused_with_one_line(hub, cach
     msg = str(e.value)
     assert "\n" not in msg and "schema-1 tables only" in msg and "`nasbench-bert build-data`" in msg, msg
     assert not materialised_dir(REPO, sha).exists()
+
+
+def test_download_then_load_and_query_in_the_same_cache(hub, cache):
+    """`nasbench-bert download --revision <sha>` and then `Benchmark.load()` or `nasbench-bert
+    query 0` in the same cache load the download (issue 37, item 5): before, they raised
+    DataNotFoundError, whose fix advised the download that had just run."""
+    env = {k: v for k, v in os.environ.items() if k != "NASBENCH_BERT_DATA"}
+    env.update(NASBENCH_BERT_CACHE=str(cache), NASBENCH_BERT_RELEASE=str(cache / "no-release-here"))
+
+    def cli(*args: str, **extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "nasbench_bert.cli", *args], capture_output=True, text=True, cwd=ROOT,
+                              timeout=300, env={**env, **extra})
+
+    r = cli("download", "--repo-id", REPO, "--revision", hub.published, "--endpoint", hub.url)
+    assert r.returncode == 0, r.stderr
+    n = len(hub.log)
+    q = cli("query", "0", HF_HUB_OFFLINE="1")  # from the cache alone: nothing reaches the server
+    assert q.returncode == 0, q.stderr
+    assert "74.73375" in q.stdout and len(hub.log) == n
+    code = "from nasbench_bert import Benchmark; b = Benchmark.load(progress=False); print(b.data.path, len(b))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                         env={**env, "HF_HUB_OFFLINE": "1"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(materialised_dir(REPO, hub.published) / VERSION_DIR), "500"]
+    # a record whose folder was removed is passed over with a warning, never a traceback
+    import shutil
+
+    shutil.rmtree(materialised_dir(REPO, hub.published))
+    gone = cli("query", "0", HF_HUB_OFFLINE="1")
+    assert gone.returncode == 2 and "names a download that cannot be used" in gone.stderr and "Traceback" not in gone.stderr

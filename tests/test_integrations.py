@@ -255,6 +255,36 @@ def test_serialize_round_trip(st, tab, bench, tmp_path):
         pytest.approx(bench.query(a, charge=False).glue, rel=1e-6)
 
 
+def test_serialized_one_hyperparameter_table_is_evaluated_by_syne_tune(st, bench, tmp_path):
+    """Issue 37, defect 14: ``serialize_blackbox`` of NAS-Bench-NLP's one-hyperparameter
+    tables wrote a blackbox syne-tune's own ``deserialize`` could not evaluate (``zip()
+    argument 2 is longer than argument 1``: pandas 3 refuses a 1-tuple key on a plain
+    Index). The files now carry a constant second hyperparameter; every value read back by
+    syne-tune equals the in-memory blackbox's, exactly."""
+    pytest.importorskip("fastparquet", reason="syne-tune's serialize writes parquet with fastparquet")
+    from syne_tune.blackbox_repository.blackbox_tabular import deserialize
+
+    for dataset in ("wikitext2", "ptb"):
+        bb = st.nlp_to_syne_tune(bench, dataset)
+        path = st.serialize_blackbox(bb, tmp_path / dataset)
+        (task, back), = deserialize(str(path)).items()
+        assert task == f"nlp_{dataset}" and list(back.objectives_names) == list(bb.objectives_names)
+        configs = back.all_configurations()
+        assert len(configs) == len(bb.hyperparameters)
+        for c in configs[:: max(1, len(configs) // 40)]:
+            for ep in (int(bb.fidelity_values[0]), int(bb.fidelity_values[-1])):
+                got = back.objective_function(c, fidelity={"epoch": ep}, seed=0)  # 0.2: ValueError from pandas
+                want = bb.objective_function({"recipe_id": int(c["recipe_id"])}, fidelity={"epoch": ep}, seed=0)
+                assert {k: float(v) for k, v in got.items()} == want
+        assert {c["dataset"] for c in configs} == {dataset}  # the constant second hyperparameter
+    # the folder is the package's: written again in place, never over a user's file
+    st.serialize_blackbox(st.nlp_to_syne_tune(bench, "wikitext2"), tmp_path / "wikitext2")
+    (tmp_path / "wikitext2" / "mine.csv").write_text("x")
+    with pytest.raises(InvalidArgumentError, match="did not write"):
+        st.serialize_blackbox(st.nlp_to_syne_tune(bench, "wikitext2"), tmp_path / "wikitext2")
+    assert (tmp_path / "wikitext2" / "mine.csv").read_text() == "x"
+
+
 # -- ConfigSpace -----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def csm():

@@ -24,7 +24,8 @@ from nasbench_bert.cli import main  # noqa: E402
 from nasbench_bert.data.tables import GLUE_TASKS  # noqa: E402
 from nasbench_bert.integrations.syne_tune import arch_to_config, config_to_arch  # noqa: E402
 from nasbench_bert.integrations.syne_tune_recipe import (  # noqa: E402
-    BLACKBOXES, FILES, FLEXIBERT, NLP_PTB, TASKS, FlexiBERTRecipe, NLPPTBRecipe, blackbox_of, register, write_blackboxes,
+    BLACKBOXES, FILES, FLEXIBERT, FLEXIBERT_CURVES, NLP_PTB, NLP_WIKITEXT2, RECIPES, TASKS, available, blackbox_of, register,
+    write_blackboxes,
 )
 
 from conftest import ROOT  # noqa: E402
@@ -51,7 +52,7 @@ def _expected_flexibert(bench) -> list[tuple[int, dict, int, dict[str, float]]]:
         runs = sorted((x.id for x in bench.query_all(r.arch) if x.source == "bundled"))
         expected = {"metric_glue": r.glue, **{f"metric_{t}": r.scores[t] for t in GLUE_TASKS},
                     "metric_elapsed_time": r.time_to_train, "metric_num_params_as_trained": float(r.num_params_as_trained),
-                    "metric_glue_error": 100.0 - r.glue, "space_index": float(r.arch.index)}
+                    "metric_glue_error": 100.0 - r.glue}
         rows.append((i, arch_to_config(r.arch), runs.index(i), expected))
     return rows
 
@@ -68,7 +69,9 @@ def _compare(got: dict[str, float], expected: dict[str, float]) -> float:
 
 # -- the files ----------------------------------------------------------------------------------
 def test_files_are_syne_tunes_layout(export, bench):
-    for name in BLACKBOXES:
+    assert sorted(p.name for p in export.iterdir()) == sorted(available(bench)) == sorted(set(BLACKBOXES) - {
+        "nasbench-bert-nlp-ptb-epochs"})  # the default data holds no PTB logs
+    for name in available(bench):
         folder = export / name
         assert sorted(p.name for p in folder.iterdir()) == sorted(FILES)
         meta = json.loads((folder / "metadata.json").read_text())
@@ -125,10 +128,10 @@ def test_package_loader_reads_the_export_back(export, bench):
 
 
 # -- the command --------------------------------------------------------------------------------
-def test_cli_export_writes_the_same_bytes(export, data_dir, tmp_path, capsys):
+def test_cli_export_writes_the_same_bytes(export, bench, data_dir, tmp_path, capsys):
     out = tmp_path / "repo"
     assert main(["--data", str(data_dir), "-q", "export", "--format", "syne-tune", "--out", str(out)]) == 0
-    for name in BLACKBOXES:  # deterministic: a re-export of one release is byte-identical
+    for name in available(bench):  # deterministic: a re-export of one release is byte-identical
         for f in FILES:
             assert (out / name / f).read_bytes() == (export / name / f).read_bytes(), (name, f)
     assert main(["--data", str(data_dir), "-q", "export", "nlp_ptb", "--format", "syne-tune", "--out", str(tmp_path / "one")]) == 0
@@ -137,7 +140,8 @@ def test_cli_export_writes_the_same_bytes(export, data_dir, tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, words", [
     (["--format", "xml"], ["--format = 'xml'", "'table'", "'syne-tune'"]),
-    (["nlp_wikitext2", "--format", "syne-tune"], ["nlp_wikitext2", "'flexibert'", "'nlp_ptb'"]),
+    (["flexibert_proxies", "--format", "syne-tune"], ["flexibert_proxies", "'flexibert'", "'nlp_ptb'", "'nlp_wikitext2'",
+                                                      "'flexibert_curves'"]),
     (["--format", "syne-tune", "--legacy-names"], ["--legacy-names"]),
     ([], ["table is missing", "'flexibert_curves'"]),
 ])
@@ -160,15 +164,93 @@ def test_a_failed_export_leaves_every_folder_as_it_was(bench, export, tmp_path):
         return blackbox_of(b, name)
 
     with pytest.raises(OSError):
-        write_blackboxes(bench, out, BLACKBOXES, build=build)
+        write_blackboxes(bench, out, available(bench), build=build)
     # the FlexiBERT folder, built before the failure, was never swapped in; the old PTB folder is intact
     assert sorted(p.name for p in out.iterdir()) == [NLP_PTB]
     assert {f: (out / NLP_PTB / f).read_bytes() for f in FILES} == before
-    with pytest.raises(InvalidArgumentError, match=r"allowed values: \['nasbench-bert-flexibert', 'nasbench-bert-nlp-ptb'\]"):
+    with pytest.raises(InvalidArgumentError, match=r"allowed values: \['nasbench-bert-flexibert', 'nasbench-bert-flexibert-curves'"):
         write_blackboxes(bench, out, ["fcnet"])
     (tmp_path / "file").write_text("x")
     with pytest.raises(InvalidArgumentError, match="is a file"):
         write_blackboxes(bench, tmp_path / "file")
+
+
+# -- a user's files are never deleted or renamed (issue 37, defect 8) -----------------------------------
+def _snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (hidden ones too) with its bytes."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("plant", ["foreign file inside", "file where the folder goes", "link where the folder goes",
+                                   "another tool's blackbox"])
+def test_export_refuses_a_users_files_before_writing_anything(plant, export, bench, data_dir, tmp_path, capsys):
+    out = tmp_path / "repo"
+    assert main(["--data", str(data_dir), "-q", "export", "--format", "syne-tune", "--out", str(out)]) == 0
+    target = out / (FLEXIBERT if plant == "foreign file inside" else NLP_PTB)
+    if plant == "foreign file inside":
+        (target / "notes.txt").write_text("my notes")
+    elif plant == "file where the folder goes":
+        import shutil
+
+        shutil.rmtree(target)
+        target.write_text("my results")
+    elif plant == "link where the folder goes":
+        import shutil
+
+        shutil.rmtree(target)
+        (tmp_path / "mine").mkdir()
+        target.symlink_to(tmp_path / "mine", target_is_directory=True)
+    else:  # syne-tune's own files, written by something else: no nasbench-bert stamp
+        meta = json.loads((target / "metadata.json").read_text())
+        meta.pop("generated_by")
+        meta.pop("nasbench_bert")
+        (target / "metadata.json").write_text(json.dumps(meta))
+    before = _snapshot(out)
+    assert main(["--data", str(data_dir), "-q", "export", "--format", "syne-tune", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert str(target) in err and "choose another output folder" in err and len(err.splitlines()) == 1, err
+    assert _snapshot(out) == before  # nothing deleted, renamed or written, in any blackbox folder
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no hidden .old-/.staging- copies
+    with pytest.raises(InvalidArgumentError, match="choose another output folder"):
+        write_blackboxes(bench, out)
+
+
+def test_export_replaces_only_its_own_folders(export, bench, tmp_path):
+    """A folder the export wrote (this version, or 0.2's serialize_blackbox stamp) is replaced
+    whole; an empty folder is filled; other folders beside them are left alone."""
+    out = tmp_path / "repo"
+    write_blackboxes(bench, out, [NLP_PTB])
+    (out / FLEXIBERT).mkdir()  # empty: allowed
+    (out / "my-blackbox").mkdir()
+    (out / "my-blackbox" / "keep.txt").write_text("mine")
+    old = json.loads((out / NLP_PTB / "metadata.json").read_text())
+    old.pop("generated_by")  # what 0.2 wrote: only the nasbench_bert key
+    (out / NLP_PTB / "metadata.json").write_text(json.dumps(old))
+    write_blackboxes(bench, out, [FLEXIBERT, NLP_PTB])
+    for name in (FLEXIBERT, NLP_PTB):
+        assert all((out / name / f).read_bytes() == (export / name / f).read_bytes() for f in FILES), name
+    assert (out / "my-blackbox" / "keep.txt").read_text() == "mine"
+    assert sorted(p.name for p in out.iterdir()) == sorted([FLEXIBERT, NLP_PTB, "my-blackbox"])
+
+
+# -- what the metadata says (issue 37, defect 12; the version stamp) -----------------------------------
+def test_metadata_objectives_citations_and_version(export, bench):
+    import nasbench_bert
+
+    for name in available(bench):
+        meta = json.loads((export / name / "metadata.json").read_text())
+        assert "space_index" not in meta["objectives_names"] and "space_index" not in meta["metric_modes"], name
+        assert set(meta["metric_modes"]) == set(meta["objectives_names"]), name  # every objective has a direction
+        assert meta["nasbench_bert_version"] == nasbench_bert.__version__ == "0.3.0.dev0"
+        assert meta["generated_by"] == f"nasbench-bert {nasbench_bert.__version__}"
+        if name.startswith(FLEXIBERT):  # the 500 trained runs and the space they sample
+            assert "Serianni" in meta["cite"] and "Kalita" in meta["cite"] and "2023.acl-long.142" in meta["cite"]
+            assert "FlexiBERT" in meta["cite"] and "Tuli" in meta["cite"]
+        else:
+            assert "Klyuchnikov" in meta["cite"] and "NAS-Bench-NLP" in meta["cite"]
+    # the syne-tune recipes cite the same
+    assert all(RECIPES[n](bench=bench).cite_reference == json.loads((export / n / "metadata.json").read_text())["cite"]
+               for n in available(bench))
 
 
 # -- the recipes ----------------------------------------------------------------------------------
@@ -177,7 +259,7 @@ def test_recipes_write_the_export_and_register_in_syne_tune(bench, export, tmp_p
     from syne_tune.blackbox_repository.conversion_scripts import recipes as st_recipes
     from syne_tune.blackbox_repository.conversion_scripts.blackbox_recipe import BlackboxRecipe
 
-    for recipe in (FlexiBERTRecipe(bench=bench, root=tmp_path), NLPPTBRecipe(bench=bench, root=tmp_path)):
+    for recipe in (RECIPES[name](bench=bench, root=tmp_path) for name in available(bench)):
         assert isinstance(recipe, BlackboxRecipe) and recipe.cite_reference
         recipe.generate(upload_on_hub=False)  # syne-tune's entry point: _generate_on_disk, no upload
         for f in FILES:
@@ -208,6 +290,14 @@ out["flexibert"] = [{"config": {k: (v.item() if hasattr(v, "item") else v) for k
 ptb = load_blackbox("nasbench-bert-nlp-ptb", custom_repo_id=sys.argv[1])["ptb"]
 out["ptb"] = {int(c["recipe_id"]): {k: float(v) for k, v in ptb.objective_function(c, fidelity={"epoch": 50}, seed=0).items()}
               for c in ptb.all_configurations()}
+# the multi-fidelity blackboxes, every (configuration, seed, fidelity) at once
+wt2 = load_blackbox("nasbench-bert-nlp-wikitext2", custom_repo_id=sys.argv[1])["wikitext2"]
+out["wikitext2"] = {f"{int(c['recipe_id'])}/{s}": wt2.objective_function(c, seed=s).tolist()
+                    for c in wt2.all_configurations() for s in range(wt2.num_seeds)}
+cur = load_blackbox("nasbench-bert-flexibert-curves", custom_repo_id=sys.argv[1])["glue"]
+out["curves"] = [{"config": {k: (v.item() if hasattr(v, "item") else v) for k, v in c.items()},
+                  "values": cur.objective_function(c, seed=0).tolist(), "names": list(cur.objectives_names),
+                  "steps": cur.fidelity_values.tolist()} for c in cur.all_configurations()]
 
 
 def run(backend, metric, do_minimize):
@@ -269,7 +359,7 @@ def test_load_blackbox_from_the_hub_equals_query_at_all_500_ids(from_hub, bench)
     # the files came from the server, through HF_ENDPOINT, into syne-tune's repository folder
     fetched = {p.rsplit("/", 1)[-1] for m, p, _ in from_hub["log"] if m == "GET" and f"/{HUB_REPO}/resolve/" in p}
     assert set(FILES) <= fetched
-    for name in BLACKBOXES:
+    for name in (FLEXIBERT, NLP_PTB, NLP_WIKITEXT2, FLEXIBERT_CURVES):
         assert sorted(p.name for p in (from_hub["home"] / ".blackbox-repository" / name).iterdir()) == sorted(FILES)
 
 
@@ -292,3 +382,27 @@ def test_simulated_backend_runs_random_search_on_the_table(from_hub, bench):
     assert len({r["trial_id"] for r in ptb}) >= 30
     for r in ptb:  # a plain lookup: the recipe's own values
         assert r["metric_test_loss"] == bench.nlp.query(int(r["config_recipe_id"]), "ptb", charge=False).test_loss
+
+
+def test_load_blackbox_from_the_hub_multi_fidelity_equals_the_tables(from_hub, bench):
+    """syne-tune's load_blackbox of the WikiText-2 and learning-curve blackboxes: every
+    (configuration, seed, fidelity) equals the logs / bench.curve_point."""
+    wt2 = bench.nlp.wikitext2
+    got = from_hub["result"]["wikitext2"]
+    assert len(got) == 340 * 2
+    for key, values in got.items():
+        rid, s = (int(x) for x in key.split("/"))
+        runs = wt2[(wt2["recipe_id"] == rid) & ~wt2["diverged"]].sort_values("init_time")
+        r = runs.iloc[min(s, len(runs) - 1)]
+        want = np.column_stack([r["train_losses"], r["val_losses"], r["test_losses"], np.full(50, float(r["num_params"])),
+                                np.cumsum(r["wall_times"])])
+        assert np.array_equal(np.array(values), want), key
+    curves = from_hub["result"]["curves"]
+    assert len(curves) == 15
+    for c in curves:
+        arch = config_to_arch(c["config"])
+        for j, st in enumerate(c["steps"]):
+            p = bench.curve_point(arch, st, charge=False)
+            v = dict(zip(c["names"], c["values"][j]))
+            assert v["metric_glue"] == p.glue and v["metric_elapsed_time"] == p.time_to_train
+            assert all(v[f"metric_{t}"] == p.scores[t] for t in GLUE_TASKS)

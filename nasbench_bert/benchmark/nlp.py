@@ -11,13 +11,15 @@ import pandas as pd
 
 from ..data.tables import NLP_PROXY_COLUMNS, DataDir
 from ..checks import is_int as _is_int
-from ..errors import InvalidArchitectureError, InvalidArgumentError, NotEvaluatedError
+from ..errors import DataNotFoundError, InvalidArchitectureError, InvalidArgumentError, NotEvaluatedError
 from ..spaces.nlp import Recipe, isomorphic, parse_recipe, recipe_hash
 from .base import TabularBenchmark
 from .budget import Budget
 from .results import NLPResult
 
 NLP_DATASETS: tuple[str, ...] = ("ptb", "wikitext2")
+#: PTB's training logs (optional: ``build-data --ptb-logs``)
+PTB_LOGS_TABLE = "nlp_ptb_logs"
 _TABLES = {"ptb": "nlp_ptb", "wikitext2": "nlp_wikitext2"}
 
 
@@ -69,6 +71,26 @@ class NLPBenchmark(TabularBenchmark[NLPResult]):
     @property
     def wikitext2(self) -> pd.DataFrame:
         return self._frame("wikitext2")
+
+    @property
+    def has_ptb_logs(self) -> bool:
+        """Whether the data holds PTB's training logs (``nlp_ptb_logs``: per-epoch curves),
+        which ``build-data --ptb-logs ZIP`` adds; the release's PTB files hold final results only."""
+        return self.data.has_table(PTB_LOGS_TABLE)
+
+    @property
+    def ptb_logs(self) -> pd.DataFrame:
+        """PTB's training logs, one row per run with the WikiText-2 table's columns (per-epoch
+        ``train_losses``, ``val_losses``, ``test_losses``, ``wall_times``). Data built
+        without them raises :class:`~nasbench_bert.DataNotFoundError` naming the command."""
+        if not self.has_ptb_logs:
+            raise DataNotFoundError(
+                f"the data in {self.data.path} holds no PTB training logs (the release's PTB files hold final results "
+                "only); build them in from NAS-Bench-NLP's train_logs_single_run/logs.zip with `nasbench-bert build-data "
+                f"--force --ptb-logs ZIP --out {self.data.path.parent}`")
+        if PTB_LOGS_TABLE not in self._frames:
+            self._frames[PTB_LOGS_TABLE] = self.data.table(PTB_LOGS_TABLE).to_pandas()
+        return self._frames[PTB_LOGS_TABLE]
 
     def __len__(self) -> int:
         return len(self.ptb)

@@ -15,6 +15,9 @@ its own cache), and this module adds what the Hub does not promise:
   before (each commit has its own folder);
 * later loads of a pinned commit need no network at all, and a branch name resolves
   through the Hub cache when ``HF_HUB_OFFLINE=1``;
+* ``nasbench-bert download`` records what it fetched (:func:`remember`), so the next
+  ``Benchmark.load()`` or ``nasbench-bert query`` in the same user cache loads it
+  (:func:`downloaded`, step 3 of :mod:`nasbench_bert.data.resolve`);
 * sources can be listed in order (:func:`nasbench_bert.data.resolve.fetch`): the Hub, a
   mirror, the authors' raw release files rebuilt locally.
 
@@ -41,11 +44,12 @@ import json
 import os
 import re
 import shutil
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..atomic import replace_dir, staging_dir
+from ..atomic import atomic_write, replace_dir, staging_dir
 from ..checks import check_real
 from ..errors import (
     DataIntegrityError,
@@ -66,7 +70,7 @@ from .tables import (
     user_cache_dir,
 )
 
-__all__ = ["download", "check_repo_id", "materialised_dir", "hub_cache_dir",
+__all__ = ["download", "remember", "downloaded", "check_repo_id", "materialised_dir", "hub_cache_dir",
            "DEFAULT_REPO_ID", "DEFAULT_REVISION", "REPO_TYPE", "SourceUnavailableWarning"]
 
 #: where the maintainers publish the tables; override with ``repo_id=``
@@ -93,6 +97,44 @@ def hub_cache_dir() -> Path:
 
 def materialised_dir(repo_id: str, commit: str) -> Path:
     return user_cache_dir() / "hub" / _safe(repo_id) / commit
+
+
+#: the record, in ``<user cache>/hub/``, of the tables ``nasbench-bert download`` fetched last
+DOWNLOADED = "downloaded.json"
+
+
+def remember(repo_id: str, data: DataDir) -> Path:
+    """Record the materialised download ``data`` of ``repo_id`` as the tables the user cache
+    serves when no tables were built there (step 3 of the resolution order).
+
+    Why: a download lands in ``<user cache>/hub/<repo>/<commit>/``, a folder of its own per
+    commit, so that a bad download never touches a good one; without this record the
+    next ``Benchmark.load()`` looked only for built tables, failed, and advised the very
+    ``download`` that had just run. Written atomically; returns the record's path.
+    """
+    return atomic_write(user_cache_dir() / "hub" / DOWNLOADED,
+                        json.dumps({"repo_id": repo_id, "commit": data.path.parent.name}, indent=2) + "\n")
+
+
+def downloaded(*, verify: bool = True) -> DataDir | None:
+    """The tables :func:`remember` recorded, or None when there is no record. A record
+    that names a folder gone, damaged or unreadable warns
+    (:class:`SourceUnavailableWarning`, saying how to repair it) and is passed over."""
+    rec = user_cache_dir() / "hub" / DOWNLOADED
+    if not rec.is_file():
+        return None
+    try:
+        r = json.loads(rec.read_text())
+        repo_id, commit = r["repo_id"], r["commit"]
+        check_repo_id(repo_id)
+        if not isinstance(commit, str) or not re.fullmatch(r"[\w-]+", commit):
+            raise DataIntegrityError(f"commit = {commit!r} is not a commit name")
+        return DataDir.open(materialised_dir(repo_id, commit), verify=verify)
+    except (ValueError, KeyError, TypeError, InvalidArgumentError, DataNotFoundError, DataIntegrityError,
+            StaleDataError) as e:
+        warnings.warn(f"{rec} names a download that cannot be used ({e}); passed over: run `nasbench-bert download` "
+                      "again", SourceUnavailableWarning, stacklevel=3)
+        return None
 
 
 def check_repo_id(repo_id: str) -> None:

@@ -32,6 +32,7 @@ from ..errors import DataIntegrityError, DataNotFoundError
 from ..sizes import PTB_VOCAB, flexibert_num_params, nlp_num_params
 from ..spaces.flexibert import Arch
 from ..spaces.nlp import recipe_hash
+from .nlp_logs import PTB_LOGS, PTB_LOGS_TABLE, find_ptb_logs, nlp_logs_table, ptb_logs_table, read_logs
 from .tables import (
     FLEXIBERT_PROXY_COLUMNS,
     GLUE_TASKS,
@@ -42,6 +43,9 @@ from .tables import (
     user_cache_dir,
     write_dataset,
 )
+
+#: the WikiText-2 logs' table (the builder of every NAS-Bench-NLP logs table, :mod:`.nlp_logs`)
+nlp_wikitext2_table = nlp_logs_table
 
 #: release files (relative to the release folder) -> what they feed
 FILES: dict[str, str] = {
@@ -83,6 +87,7 @@ NULLABLE: dict[str, tuple[str, ...]] = {
     "flexibert": ("l2_", "l3_"),
     "nlp_ptb": ("recipe", "g2v_"),
     "nlp_wikitext2": ("g2v_",),
+    PTB_LOGS_TABLE: ("g2v_",),
 }
 _FIX = ("fetch the release files again (`nasbench-bert build-data --release github --force`), or build from a "
         "deliberately modified release with `--allow-modified-release` (recorded in the manifest)")
@@ -371,55 +376,6 @@ def _graph2vec(path: Path) -> dict[int, list[float]]:
     return {int(r[0]): [float(v) for v in r[1:]] for r in rows}
 
 
-def _wikitext2_logs(path: Path) -> list[dict[str, Any]]:
-    logs = []
-    with zipfile.ZipFile(path) as z:
-        for name in sorted(z.namelist()):
-            if name.endswith(".json"):
-                d = json.loads(z.read(name))
-                d["_log_name"] = Path(name).name
-                logs.append(d)
-    return logs
-
-
-def nlp_wikitext2_table(logs: list[dict[str, Any]], g2v: dict[int, list[float]]) -> pa.Table:
-    f64 = pa.float64()
-    lst = pa.list_(f64)
-    ok = [d["status"] == "OK" for d in logs]
-
-    def final(d: dict[str, Any], key: str, good: bool) -> float:
-        # a diverged run has no final value: NaN, never the last finite epoch
-        return float(d[key][-1]) if good and d[key] else math.nan
-
-    cols: dict[str, Any] = {
-        "log_name": pa.array([d["_log_name"] for d in logs], pa.string()),
-        "recipe_id": pa.array([int(d["recepie_id"]) for d in logs], pa.int64()),
-        "experiment_id": pa.array([int(d["experiment_id"]) for d in logs], pa.int64()),
-        "init_time": pa.array([d["init_time"] for d in logs], pa.string()),
-        "recipe": pa.array([json.dumps(json.loads(d["recepie"]), sort_keys=True) for d in logs], pa.string()),
-        "recipe_hash": pa.array([recipe_hash(d["recepie"]) for d in logs], pa.string()),
-        "status": pa.array([d["status"] for d in logs], pa.string()),
-        "diverged": pa.array([not g for g in ok], pa.bool_()),
-        "epochs_completed": pa.array([len(d["train_losses"]) for d in logs], pa.int16()),
-        "num_params": pa.array([int(d["num_params"]) for d in logs], pa.int64()),
-        "final_train_loss": pa.array([final(d, "train_losses", g) for d, g in zip(logs, ok)], f64),
-        "final_val_loss": pa.array([final(d, "val_losses", g) for d, g in zip(logs, ok)], f64),
-        "final_test_loss": pa.array([final(d, "test_losses", g) for d, g in zip(logs, ok)], f64),
-        "total_wall_time": pa.array([float(sum(d["wall_times"])) for d in logs], f64),
-        "train_losses": pa.array([[float(v) for v in d["train_losses"]] for d in logs], lst),
-        "val_losses": pa.array([[float(v) for v in d["val_losses"]] for d in logs], lst),
-        "test_losses": pa.array([[float(v) for v in d["test_losses"]] for d in logs], lst),
-        "wall_times": pa.array([[float(v) for v in d["wall_times"]] for d in logs], lst),
-    }
-    hp = ["batch_size", "emsize", "nhid", "nlayers", "dropout", "dropouth", "dropouti", "dropoute", "wdrop",
-          "tied", "bptt", "lr", "wdecay", "epochs", "alpha", "beta", "clip", "eval_batch_size", "model"]
-    for k in hp:
-        cols[f"hp_{k}"] = pa.array([d[k] for d in logs])
-    for i, c in enumerate(GRAPH2VEC_COLUMNS):
-        cols[c] = pa.array([g2v[int(d["recepie_id"])][i] if int(d["recepie_id"]) in g2v else None for d in logs], f64)
-    return pa.table(cols)
-
-
 def _parameter_counts(path: Path) -> dict[str, tuple[int, int]]:
     """log name -> (trainable, total) parameters from ``RNN_parameters.csv``.
 
@@ -489,6 +445,7 @@ def nlp_ptb_table(results: Path, params: Path, g2v: dict[int, list[float]], wt2:
 def build_tables(
     source: str | os.PathLike[str], out: str | os.PathLike[str], *, progress: bool = True,
     allow_modified: bool = False, hardware: str | os.PathLike[str] | None | Literal[False] = None,
+    ptb_logs: str | os.PathLike[str] | None = None,
 ) -> Path:
     """Build all tables from the release at ``source`` into the data dir ``out``.
 
@@ -508,6 +465,11 @@ def build_tables(
     the tables are built without it - unless ``hardware`` was given: a folder asked for
     by name that holds no measurement raises :class:`DataNotFoundError` before any work.
     ``hardware=False`` builds without a measurement whatever is there.
+
+    ``ptb_logs``: NAS-Bench-NLP's PTB training logs archive (:mod:`.nlp_logs`; default: the
+    file at ``nas-bench-nlp/train_logs_single_run/logs.zip`` in the release folder, when
+    there). It becomes the ``nlp_ptb_logs`` table (PTB's per-epoch curves); its sha256 is
+    recorded in ``sources``. A path that is not a zip is refused before any work.
     """
     from rich.console import Console
     from rich.progress import Progress
@@ -517,8 +479,10 @@ def build_tables(
                                 f"{MEASURED_HARDWARE[1]}); measure one with `python -m nasbench_bert.builders.hardware "
                                 "--out <folder>`, or build without --hardware")
 
+    given_ptb = None if ptb_logs is None else find_ptb_logs(Path(), ptb_logs)  # a bad path: refused before any work
     with tempfile.TemporaryDirectory(prefix="nasbench-bert-fetch-") as tmp:
         rel = fetch_release(source, Path(tmp))
+        ptb_zip = given_ptb or find_ptb_logs(rel, None)
         with Progress(console=Console(stderr=True), disable=not progress, transient=True) as bar:
             task = bar.add_task("building nasbench-bert tables", total=10)
             sources = {f: sha256_file(rel / f) for f in FILES}
@@ -530,7 +494,9 @@ def build_tables(
                     f"truncated or modified copy{'; ' + str(len(modified) - 1) + ' more differ' if len(modified) > 1 else ''}); "
                     + _FIX)
             bar.advance(task)
-            tables = _parse_all(rel, bar, task)
+            tables = _parse_all(rel, bar, task, ptb_zip)
+            if ptb_zip is not None:
+                sources[PTB_LOGS] = sha256_file(ptb_zip)
             measured = None if hardware is False else measured_hardware(hardware)
             if measured is not None:
                 tables["flexibert_hardware"] = flexibert_hardware_table(tables["flexibert"], measured[0])
@@ -548,9 +514,9 @@ def build_tables(
                                  on_table=lambda name: (bar.advance(task), hook(name)))
 
 
-def _parse_all(rel: Path, bar: Any, task: Any) -> dict[str, pa.Table]:
-    """Parse every release file into tables; any parse failure becomes a
-    :class:`DataIntegrityError` that names the file."""
+def _parse_all(rel: Path, bar: Any, task: Any, ptb_logs: Path | None = None) -> dict[str, pa.Table]:
+    """Parse every release file (and the PTB logs archive, when given) into tables; any
+    parse failure becomes a :class:`DataIntegrityError` that names the file."""
     current = ""
 
     def load_json(name: str) -> Any:
@@ -564,7 +530,7 @@ def _parse_all(rel: Path, bar: Any, task: Any) -> dict[str, pa.Table]:
         current = "nas-bench-nlp/data/doc2vec_features_lowdim.csv"
         g2v = _graph2vec(rel / current)
         current = "nas-bench-nlp/train_logs_wikitext-2/logs.zip"
-        wt2 = _wikitext2_logs(rel / current)
+        wt2 = read_logs(rel / current)
         bar.advance(task)
         current = "training-free-nas/data/BERT_benchmark.json"
         tables = {"flexibert": flexibert_table(bench)}
@@ -573,11 +539,14 @@ def _parse_all(rel: Path, bar: Any, task: Any) -> dict[str, pa.Table]:
         current = "training-free-nas/data/BERT_results_activation.csv"
         tables["flexibert_proxies"] = flexibert_proxies_table(rel / current, bench)
         current = "nas-bench-nlp/train_logs_wikitext-2/logs.zip"
-        tables["nlp_wikitext2"] = nlp_wikitext2_table(wt2, g2v)
+        tables["nlp_wikitext2"] = nlp_logs_table(wt2, g2v)
         bar.advance(task, 2)
         current = "training-free-nas/data/RNN_results.csv and RNN_parameters.csv"
         tables["nlp_ptb"] = nlp_ptb_table(rel / "training-free-nas/data/RNN_results.csv",
                                           rel / "training-free-nas/data/RNN_parameters.csv", g2v, wt2)
+        if ptb_logs is not None:
+            current = str(ptb_logs)
+            tables[PTB_LOGS_TABLE] = ptb_logs_table(ptb_logs, g2v)
         bar.advance(task)
     except DataIntegrityError as e:
         raise DataIntegrityError(f"release file {current}: {e}; " + _FIX) from None

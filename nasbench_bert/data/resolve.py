@@ -4,7 +4,9 @@
 
 1. an explicit ``path``;
 2. ``$NASBENCH_BERT_DATA``;
-3. the user cache (:func:`~nasbench_bert.data.tables.user_cache_dir`);
+3. the user cache (:func:`~nasbench_bert.data.tables.user_cache_dir`): tables built there,
+   else the tables ``nasbench-bert download`` fetched into it last
+   (:func:`~nasbench_bert.data.hub.downloaded`);
 4. the Hugging Face Hub at the revision this package pins
    (:data:`~nasbench_bert.data.pin.PINNED_REVISION`, written by ``nasbench-bert publish``),
    verified and cached (:mod:`nasbench_bert.data.hub`);
@@ -96,6 +98,12 @@ def resolve(path: str | os.PathLike[str] | None = None, *, hub: bool = True, bui
                 f"`nasbench-bert build-data --out {env}`")
         return DataDir.open(env, verify=verify)
     cache = user_cache_dir()
+    if not has_data(cache):
+        from .hub import downloaded
+
+        fetched = downloaded(verify=verify)
+        if fetched is not None:
+            return fetched
     failures = [f"user cache {cache}: empty"]
     stale = None if has_data(cache) else other_schema(cache)
     if stale:  # e.g. v1/ from nasbench-bert 0.2: left for that version, this one's is built beside it
@@ -120,7 +128,7 @@ def resolve(path: str | os.PathLike[str] | None = None, *, hub: bool = True, bui
         except (NasBenchError, OSError) as e:
             failures.append(f"{name}: {e}")
             nxt = f"trying {steps[i + 1][0]}" if i + 1 < len(steps) else "no source left"
-            warnings.warn(f"data source {name} failed ({e}); {nxt}", SourceUnavailableWarning, stacklevel=2)
+            warnings.warn(f"data source {name}: {e}; {nxt}", SourceUnavailableWarning, stacklevel=2)
     raise DataNotFoundError(
         "no nasbench-bert tables found (order: " + ", ".join(ORDER) + "):\n  " + "\n  ".join(failures)
         + "\nFix: " + _fix(cache))

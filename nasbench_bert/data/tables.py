@@ -45,12 +45,13 @@ TABLES: dict[str, str] = {
     "flexibert_hardware": "measured by nasbench-bert: CPU latency (batch 1 and 32, sequence 128), peak memory and FLOPs per arch id and semantics; machine in the manifest",
     "nlp_ptb": "NAS-Bench-NLP on Penn Treebank: final test loss, perplexity, bits per word, parameters, stored proxies, graph2vec",
     "nlp_wikitext2": "NAS-Bench-NLP on WikiText-2: every training log with recipe, hyper-parameters and per-epoch curves",
+    "nlp_ptb_logs": "NAS-Bench-NLP on Penn Treebank: the training logs (train_logs_single_run), per-epoch curves as in nlp_wikitext2; built only when build-data is given them",
 }
 
 #: tables a data folder may lack: the package's own measurements, which are not built from
 #: the release (``python -m nasbench_bert.builders.hardware`` measures them); a build
 #: includes them when a measurement is found (:func:`nasbench_bert.data.release.build_tables`)
-OPTIONAL_TABLES: frozenset[str] = frozenset({"flexibert_hardware"})
+OPTIONAL_TABLES: frozenset[str] = frozenset({"flexibert_hardware", "nlp_ptb_logs"})
 
 GLUE_TASKS: tuple[str, ...] = ("cola", "mnli", "mrpc", "qnli", "qqp", "rte", "sst2", "stsb")
 #: the release's task keys -> the GLUE names used here

@@ -4,7 +4,9 @@ Each submodule imports its third-party library at import time, so this package i
 none of them until asked:
 
 * :mod:`.syne_tune` - syne-tune blackboxes (tabular, learning curves, surrogate,
-  NAS-Bench-NLP), syne-tune's on-disk format, and :func:`~.syne_tune.simulate`;
+  NAS-Bench-NLP at every epoch), syne-tune's on-disk format, and :func:`~.syne_tune.simulate`
+  (its parts: ``syne_tune_encoding``, ``syne_tune_tables``, ``syne_tune_surrogate``,
+  ``syne_tune_files``);
 * :mod:`.syne_tune_recipe` - syne-tune's blackbox repository: ``write_blackboxes`` (what
   ``nasbench-bert export --format syne-tune`` writes), the ``BlackboxRecipe`` subclasses an
   upstream pull request adds, and ``register()`` for ``load_blackbox(name, custom_repo_id=...)``;
