@@ -12,7 +12,13 @@ that held schema 1 keeps its ``v1/`` folder (this commit adds ``v2/`` beside it)
 installs of nasbench-bert 0.2 that follow ``main`` keep working.
 
 The tables are verified before anything is uploaded: a corrupt local build is never
-published.
+published. So is the completeness of the folder: the commit carries the artifacts that
+go with the tables (``v2/objectives-v1.json`` and the pinned surrogate
+``v2/surrogate-*-v1.npz``, :mod:`nasbench_bert.data.artifacts`), and a folder without
+them - built by ``build_tables`` alone or ``build-data --no-surrogate`` - is refused
+with one line naming ``nasbench-bert build-surrogate``, before anything is uploaded:
+users who download a revision must get what ``build-data`` gives, or every one of
+them refits the surrogate.
 """
 
 from __future__ import annotations
@@ -22,10 +28,12 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from nasbench_bert.data.artifacts import read_artifact
+from nasbench_bert.benchmark.flexibert import complete_build
+from nasbench_bert.data.artifacts import ARTIFACTS, read_artifact
 from nasbench_bert.data.hub import DEFAULT_REPO_ID, REPO_TYPE, check_repo_id
 from nasbench_bert.data.resolve import resolve
-from nasbench_bert.data.tables import MANIFEST, SCHEMA_VERSION, TABLES, VERSION_DIR, DataDir
+from nasbench_bert.data.tables import MANIFEST, SCHEMA_VERSION, TABLES, VERSION_DIR, DataDir, data_root
+from nasbench_bert.errors import DataNotFoundError
 
 CITATION = """\
 @inproceedings{serianni2023training,
@@ -168,14 +176,23 @@ def publish(
     private: bool = False,
     commit_message: str | None = None,
 ) -> str:
-    """Upload the tables in ``data`` (default: the resolved local tables) as one commit.
+    """Upload the tables in ``data`` (default: the resolved local tables) and their
+    artifacts as one commit; a folder that lacks an artifact raises
+    :class:`~nasbench_bert.DataNotFoundError` before anything is uploaded.
 
     Returns the commit sha, which is what users should pin.
     """
     from huggingface_hub import CommitOperationAdd, HfApi
 
     check_repo_id(repo_id)
-    d = DataDir.open(data) if data is not None else resolve(build=True, progress=False)
+    # resolved tables built here get their artifacts too, as Benchmark.load() gives them
+    d = DataDir.open(data) if data is not None else resolve(build=True, progress=False, complete=complete_build)
+    missing = sorted(set(ARTIFACTS) - set(d.manifest.get("artifacts", {})))
+    if missing:  # a revision without them makes every user refit the surrogate
+        raise DataNotFoundError(
+            f"{d.path} lacks the {' and '.join(missing)} file{'s' if len(missing) > 1 else ''} that go with the tables; "
+            f"write {'them' if len(missing) > 1 else 'it'} with `nasbench-bert build-surrogate --data {data_root(d.path)}`, "
+            "then publish again (nothing was uploaded)")
     d.verify_all()  # never publish a corrupt build
     api = HfApi(endpoint=endpoint, token=token)
     api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)

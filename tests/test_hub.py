@@ -34,12 +34,26 @@ def cache(tmp_path, monkeypatch) -> Path:
     return c
 
 
+@pytest.fixture(scope="module")
+def published_dir(data_dir, tmp_path_factory) -> Path:
+    """The tables with what `build-data` adds (objectives-v1.json, the pinned surrogate):
+    what `publish` uploads; it refuses a folder without them."""
+    import shutil
+
+    from nasbench_bert.benchmark.flexibert import complete_build
+
+    out = tmp_path_factory.mktemp("published") / "data"
+    shutil.copytree(data_dir, out)
+    complete_build(DataDir.open(out))
+    return out
+
+
 @pytest.fixture()
-def hub(data_dir):
+def hub(published_dir):
     from nasbench_bert.builders.publish import publish
 
     with HubServer() as server:
-        server.published = publish(REPO, data=data_dir, endpoint=server.url)  # type: ignore[attr-defined]
+        server.published = publish(REPO, data=published_dir, endpoint=server.url)  # type: ignore[attr-defined]
         yield server
 
 
@@ -47,17 +61,21 @@ def _resolves(server: HubServer) -> list[tuple[str, str, dict]]:
     return [e for e in server.log if "/resolve/" in e[1]]
 
 
-def test_publish_is_one_commit_with_card_manifest_and_tables(hub, data_dir):
+def test_publish_is_one_commit_with_card_manifest_and_tables(hub, published_dir):
     repo = hub.repos[REPO]
     # creation commit (.gitattributes) + exactly one publish commit
     assert len(repo.commits) == 2
     files = repo.commits[hub.published]
-    d = DataDir.open(data_dir)
+    d = DataDir.open(published_dir)
     assert set(TABLES) - set(d.names) <= OPTIONAL_TABLES  # every required table is published
+    artifacts = {f"{VERSION_DIR}/{e['file']}": e for e in d.manifest["artifacts"].values()}
+    assert {e["file"] for e in artifacts.values()} == {"objectives-v1.json", "surrogate-ensemble_cal-v1.npz"}
     expected = {"README.md", ".gitattributes", f"{VERSION_DIR}/manifest.json"} | {f"{VERSION_DIR}/{n}.parquet" for n in d.names}
-    assert set(files) == expected
+    assert set(files) == expected | set(artifacts)  # the tables and every artifact (issue 37, item 6)
     for n in d.names:
         assert files[f"{VERSION_DIR}/{n}.parquet"] == d.table_path(n).read_bytes()
+    for path, e in artifacts.items():
+        assert files[path] == (d.path / e["file"]).read_bytes()
     card = files["README.md"].decode()
     import yaml
 
@@ -83,11 +101,11 @@ def test_download_load_query_equals_local(hub, cache, bench):
     assert len(hub.log) == n and b2.data.path == b.data.path
 
 
-def test_revision_pinning_and_branch(hub, cache, data_dir):
+def test_revision_pinning_and_branch(hub, cache, published_dir):
     from nasbench_bert.builders.publish import publish
 
     first = hub.published
-    second = publish(REPO, data=data_dir, endpoint=hub.url, revision="dev", commit_message="again")
+    second = publish(REPO, data=published_dir, endpoint=hub.url, revision="dev", commit_message="again")
     assert hub.repos[REPO].branches["dev"] == second
     b_dev = Benchmark.load(source="hub", repo_id=REPO, revision="dev", endpoint=hub.url)
     b_main = Benchmark.load(source="hub", repo_id=REPO, revision=first, endpoint=hub.url)
@@ -322,3 +340,23 @@ def test_download_then_load_and_query_in_the_same_cache(hub, cache):
     shutil.rmtree(materialised_dir(REPO, hub.published))
     gone = cli("query", "0", HF_HUB_OFFLINE="1")
     assert gone.returncode == 2 and "names a download that cannot be used" in gone.stderr and "Traceback" not in gone.stderr
+
+
+def test_publish_refuses_tables_without_their_artifacts(data_dir, tmp_path):
+    """A folder without objectives-v1.json and the pinned surrogate (build_tables alone, or
+    build-data --no-surrogate) is refused with one line naming build-surrogate, before
+    anything reaches the server; the CLI prints no "(pin this)" (issue 37, item 6)."""
+    from nasbench_bert.builders.publish import publish
+
+    with HubServer() as server:
+        with pytest.raises(DataNotFoundError) as e:
+            publish(REPO, data=data_dir, endpoint=server.url)
+        msg = str(e.value)
+        assert "\n" not in msg and "objectives and surrogate files" in msg, msg
+        assert f"`nasbench-bert build-surrogate --data {data_dir}`" in msg, msg
+        assert server.log == [] and REPO not in server.repos  # nothing was uploaded, no repository created
+        r = subprocess.run([sys.executable, "-m", "nasbench_bert.cli", "--data", str(data_dir), "publish", "--repo-id", REPO,
+                            "--endpoint", server.url], capture_output=True, text=True, cwd=ROOT, timeout=300)
+        assert r.returncode == 2 and "pin this" not in r.stdout and "build-surrogate" in r.stderr, (r.stdout, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert server.log == []
