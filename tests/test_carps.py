@@ -1,7 +1,11 @@
-"""CARP-S tasks (issue 31, item 2): the four tasks run under CARP-S's own runner
-(``python -m carps.run``, hydra) with two of its optimisers - random search and Optuna's
-TPE (MO-TPE on the multi-objective task) - for 50 trials each, and every logged value is
-checked against ``bench.query``.
+"""CARP-S tasks (issue 31, item 2; issue 37): the tasks run under CARP-S's own runner
+(``python -m carps.run``, hydra) with three of its optimisers - random search, Optuna's
+TPE (MO-TPE on the multi-objective task) and, on the multi-fidelity WikiText-2 task,
+SMAC3's Hyperband (CARP-S's ``smac20=hyperband``; SMAC 2.4 installs from PyPI wheels,
+while DEHB pins numpy<2, which the pyarrow these tables need refuses) - for 50 trials
+each, and every logged value is checked against the tables, at the fidelity the trial's
+budget reached. The data is built with a small PTB logs archive (``ptb_archive.py``), so
+the PTB-epochs task runs too.
 
 Marker ``carps``: deselected by default; ``.ci/run`` runs it in ``.venv-carps`` (carps and
 its hydra stack stay out of the main venv). With ``NASBENCH_BERT_REQUIRE_CARPS=1`` (CI) a
@@ -13,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -39,21 +42,30 @@ RUNS: list[tuple[str, str, list[str]]] = [
     ("+optimizer/randomsearch=config", "RandomSearch", list(nb_carps.TASKS)),
     ("+optimizer/optuna=SO_TPE", "Optuna-TPE", ["flexibert500", "flexibert_surrogate", "nlp_ptb"]),
     ("+optimizer/optuna=MO_TPE", "Optuna-MO-TPE", ["flexibert500_mo"]),
+    ("+optimizer/smac20=hyperband", "SMAC3-Hyperband", ["nlp_wikitext2"]),
 ]
+#: the multi-fidelity tasks: (the table fidelities a budget can reach, what additional_info names it)
+MULTI_FIDELITY = {"nlp_wikitext2": (list(range(1, 51)), "epoch"), "nlp_ptb_epochs": (list(range(1, 51)), "epoch"),
+                  "flexibert_curves": (list(range(150_000, 1_000_001, 50_000)), "steps")}
 PAIRS = [(opt_id, task) for _, opt_id, tasks in RUNS for task in tasks]
 
 
 @pytest.fixture(scope="module")
-def carps_data(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The test tables with the pinned surrogate written beside them (a copy: the shared
-    data folder stays as the other tests expect it), so the surrogate task loads, not fits."""
+def carps_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Tables built with a small PTB logs archive (``ptb_archive.py``), with the pinned
+    surrogate written beside them, so the surrogate task loads, not fits."""
+    from ptb_archive import make_ptb_logs
+
+    from conftest import UPSTREAM
+    from nasbench_bert import Benchmark
+    from nasbench_bert.data.release import build_tables
+    from nasbench_bert.data.tables import DataDir
     from nasbench_bert.surrogate.portable import write_artifacts
 
-    out = tmp_path_factory.mktemp("carps-data") / "data"
-    shutil.copytree(data_dir, out)
-    from nasbench_bert import Benchmark
-    from nasbench_bert.data.tables import DataDir
-
+    tmp = tmp_path_factory.mktemp("carps-data")
+    make_ptb_logs(tmp / "ptb_logs.zip")
+    out = tmp / "data"
+    build_tables(UPSTREAM, out, progress=False, ptb_logs=tmp / "ptb_logs.zip")
     write_artifacts(Benchmark(DataDir.open(out)), surrogate=True)
     return out
 
@@ -98,7 +110,12 @@ def test_run_finished_and_values_are_the_tables(carps_runs: Path, carps_bench: A
     objectives = nb_carps.TASKS[task]["objectives"]
     for t in trials:
         info, cost = t["trial_value"]["additional_info"], t["trial_value"]["cost"]
-        if task.startswith("flexibert500"):
+        if task in MULTI_FIDELITY:
+            steps, what = MULTI_FIDELITY[task]
+            budget = t["trial_info"]["budget"]
+            assert info[what] == (steps[-1] if budget is None else max(f for f in steps if f <= budget + 1e-9))
+            want = [_mf_cost(carps_bench, task, info, what)]
+        elif task.startswith("flexibert500"):
             r = carps_bench.query(info["arch"], charge=False)
             want = [as_cost(getattr(r, n), carps_bench.objectives[n]) for n in objectives]
         elif task == "nlp_ptb":
@@ -109,13 +126,34 @@ def test_run_finished_and_values_are_the_tables(carps_runs: Path, carps_bench: A
             assert math.isfinite(info["glue"]) and lo <= info["glue"] <= hi
             want = [-info["glue"]]
         assert (cost if isinstance(cost, list) else [cost]) == pytest.approx(want, abs=1e-9)
-    if len(objectives) == 1:
+    if task in MULTI_FIDELITY:  # the incumbent is the best at the highest fidelity
+        steps, what = MULTI_FIDELITY[task]
+        full = [t["trial_value"]["cost"] for t in trials if t["trial_value"]["additional_info"][what] == steps[-1]]
+        assert _logs(carps_runs, opt_id, task, "trajectory_logs.jsonl")[-1]["trial_value"]["cost"] == min(full)
+        if opt_id == "SMAC3-Hyperband":  # Hyperband's brackets: most trials at low budgets, some at the full one
+            reached = [t["trial_value"]["additional_info"][what] for t in trials]
+            assert len(set(reached)) >= 3 and reached.count(steps[-1]) < len(reached) / 2
+    elif len(objectives) == 1:
         inc = _logs(carps_runs, opt_id, task, "trajectory_logs.jsonl")[-1]
         best_cost = min(t["trial_value"]["cost"] for t in trials)
         assert inc["trial_value"]["cost"] == best_cost
         if task != "flexibert_surrogate":
             obj = carps_bench.nlp.objectives["ptb"]["test_loss"] if task == "nlp_ptb" else carps_bench.objectives["glue"]
             assert inc["trial_value"]["cost"] >= as_cost(obj.best, obj)  # no better than the table's optimum
+
+
+def _mf_cost(bench: Any, task: str, info: dict[str, Any], what: str) -> float:
+    """The cost the tables give a multi-fidelity trial at the fidelity it reached, read
+    from the logs (first run of the recipe, init_time order) or bench.curve_point."""
+    if task == "flexibert_curves":
+        return as_cost(bench.curve_point(info["arch"], info["steps"], charge=False).glue, bench.objectives["glue"])
+    dataset = "wikitext2" if task == "nlp_wikitext2" else "ptb"
+    df = bench.nlp.wikitext2 if dataset == "wikitext2" else bench.nlp.ptb_logs
+    run = df[df["recipe_id"] == info["recipe_id"]].sort_values("init_time").iloc[0]
+    name = nb_carps.TASKS[task]["objectives"][0]
+    assert run["log_name"] == info["log_name"]
+    loss = run[{"val_loss": "val_losses", "test_loss": "test_losses"}[name]][info[what] - 1]
+    return as_cost(float(loss), bench.nlp.objectives[dataset][name])
 
 
 def test_multi_objective_front_is_nondominated(carps_runs: Path, carps_bench: Any) -> None:

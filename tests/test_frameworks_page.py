@@ -177,7 +177,7 @@ def test_syne_tune(run_section, bench):
     from nasbench_bert.integrations.syne_tune import config_to_arch
     from nasbench_bert.spaces.flexibert import Arch
 
-    (sim, loaded), _ = run_section("syne-tune")
+    (sim, loaded, mf), _ = run_section("syne-tune")
     results = sim["results"]
     assert results["trial_id"].nunique() >= 20
     for _, row in results.iterrows():  # the arch that answered each trial, and its table value
@@ -188,6 +188,14 @@ def test_syne_tune(run_section, bench):
     assert len(glue) == 491
     for (_, hp), g in zip(bb.hyperparameters.iterrows(), glue):
         assert g == bench.query(config_to_arch(hp.to_dict()), charge=False).glue
+    # multi-fidelity from disk: ASHA over WikiText-2's epochs, every value the run's logged loss
+    asha = mf["results"]
+    assert asha["trial_id"].nunique() >= 50
+    top = asha.groupby("trial_id")["epoch"].max()
+    assert (top < 50).any() and (top == 50).any()
+    for _, row in asha.iterrows():
+        q = bench.nlp.query(int(row["config_recipe_id"]), "wikitext2", charge=False)
+        assert row["metric_val_loss"] == q.curves["val_losses"][int(row["epoch"]) - 1]
 
 
 def test_optuna(run_section, bench):
@@ -289,3 +297,12 @@ def test_carps(run_section, bench):
     for t in trials:
         arch, cost = t["trial_value"]["additional_info"]["arch"], t["trial_value"]["cost"]
         assert cost == as_cost(bench.query(arch, charge=False).glue, bench.objectives["glue"])
+    # the multi-fidelity line: SMAC3's Hyperband at several epochs, each value the run's logged validation loss
+    mf = list(Path("runs").glob("SMAC3-Hyperband/NASBenchBERT/nasbench_bert/nlp_wikitext2/1/trial_logs.jsonl"))
+    assert len(mf) == 1
+    trials = [json.loads(ln) for ln in mf[0].read_text().splitlines() if ln.strip()]
+    assert len({t["trial_value"]["additional_info"]["epoch"] for t in trials}) >= 3
+    for t in trials:
+        info = t["trial_value"]["additional_info"]
+        q = bench.nlp.query(info["recipe_id"], "wikitext2", charge=False)
+        assert t["trial_value"]["cost"] == q.curves["val_losses"][info["epoch"] - 1]

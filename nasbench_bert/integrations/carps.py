@@ -18,7 +18,16 @@ task (config name)        objective function                                    
 ``flexibert_surrogate``   :class:`FlexiBERTSurrogate`, all 10,621,440 archs, noisy    -GLUE (one simulated run)
 ``flexibert500_mo``       :class:`FlexiBERTTabular`, two objectives                   -GLUE, parameters
 ``nlp_ptb``               :class:`NLPTabular`, NAS-Bench-NLP PTB's 8,794 runs         test loss
+``nlp_wikitext2``         :class:`~.carps_fidelity.NLPEpochs`, WikiText-2, epoch      validation loss
+                          1-50 (multi-fidelity)
+``nlp_ptb_epochs``        :class:`~.carps_fidelity.NLPEpochs`, PTB's logs, epoch 1-50  test loss
+                          (multi-fidelity; needs ``build-data --ptb-logs``)
+``flexibert_curves``      :class:`~.carps_fidelity.FlexiBERTCurves`, the 15 learning  -GLUE
+                          curves, 150,000 ... 1,000,000 steps (multi-fidelity)
 ========================  =========================================================  =========================
+
+The multi-fidelity tasks (:mod:`.carps_fidelity`) carry every fidelity the tables hold:
+a trial's ``budget`` is answered at the last table fidelity it reaches.
 
 **Costs.** CARP-S minimises; each cost is the objective in the direction
 ``bench.objectives`` gives (:func:`~.configspace.as_cost`: GLUE, which is maximised,
@@ -137,6 +146,10 @@ def task_space(task: str, seed: int = 0, data: str | None = None) -> Configurati
         return FLEXIBERT_SPACE.configspace(_seed(seed))
     if kind == "evaluated":
         return evaluated_space(load_bench(data), seed)
+    if kind == "curves":
+        return curve_space(load_bench(data), seed)
+    if kind == "logged":
+        return logged_space(load_bench(data), TASKS[task]["dataset"], seed)
     return recipe_space(load_bench(data), TASKS[task]["dataset"], seed)
 
 
@@ -150,6 +163,36 @@ def recipe_space(bench: BenchmarkLike, dataset: str = "ptb", seed: int = 0) -> C
     """One categorical ``recipe_id`` over NAS-Bench-NLP ``dataset``'s runs with a finite test loss."""
     return ConfigurationSpace(name=f"nlp_{dataset}_recipes", seed=_seed(seed),
                               space=[Categorical(RECIPE_HP, nlp_recipe_ids(bench, dataset))])
+
+
+def curve_archs(bench: BenchmarkLike) -> list[Arch]:
+    """The 15 archs with a learning curve (the train ablation), in id order."""
+    return [bench.query(i, charge=False).arch for i in bench.curve_ids()]
+
+
+def curve_space(bench: BenchmarkLike, seed: int = 0) -> ConfigurationSpace:
+    """One categorical ``arch`` over the learning-curve archs (canonical strings, id order)."""
+    return ConfigurationSpace(name="flexibert_curve_archs", seed=_seed(seed),
+                              space=[Categorical(ARCH_HP, [str(a) for a in curve_archs(bench)])])
+
+
+def logs_frame(bench: BenchmarkLike, dataset: str) -> Any:
+    """The training logs of ``dataset`` (WikiText-2's, or PTB's when the data holds them)."""
+    check_choice("dataset", dataset, DATASETS)
+    return bench.nlp.wikitext2 if dataset == "wikitext2" else bench.nlp.ptb_logs
+
+
+def logged_recipe_ids(bench: BenchmarkLike, dataset: str) -> list[int]:
+    """The recipe ids of ``dataset``'s logged runs that finished every epoch, sorted."""
+    df = logs_frame(bench, dataset)
+    done = df[~df["diverged"].astype(bool) & (df["epochs_completed"] == df["hp_epochs"])]
+    return sorted({int(r) for r in done["recipe_id"]})
+
+
+def logged_space(bench: BenchmarkLike, dataset: str, seed: int = 0) -> ConfigurationSpace:
+    """One categorical ``recipe_id`` over the runs with every epoch logged (:func:`logged_recipe_ids`)."""
+    return ConfigurationSpace(name=f"nlp_{dataset}_logged", seed=_seed(seed),
+                              space=[Categorical(RECIPE_HP, logged_recipe_ids(bench, dataset))])
 
 
 class _Base(ObjectiveFunction):
@@ -321,6 +364,15 @@ TASKS: dict[str, dict[str, Any]] = {
     "nlp_ptb": {"target": f"{_OF}.NLPTabular", "kwargs": {"dataset": "ptb", "objectives": ["test_loss"]},
                 "space": "recipes", "dataset": "ptb", "objectives": ["test_loss"], "approximation": "tabular",
                 "deterministic": True, "virtual_time": False},
+    "nlp_wikitext2": {"target": f"{_OF}_fidelity.NLPEpochs", "kwargs": {"dataset": "wikitext2", "objective": "val_loss"},
+                      "space": "logged", "dataset": "wikitext2", "objectives": ["val_loss"], "approximation": "tabular",
+                      "deterministic": True, "virtual_time": True, "fidelity": ("epoch", 1, 50)},
+    "nlp_ptb_epochs": {"target": f"{_OF}_fidelity.NLPEpochs", "kwargs": {"dataset": "ptb", "objective": "test_loss"},
+                       "space": "logged", "dataset": "ptb", "objectives": ["test_loss"], "approximation": "tabular",
+                       "deterministic": True, "virtual_time": True, "fidelity": ("epoch", 1, 50)},
+    "flexibert_curves": {"target": f"{_OF}_fidelity.FlexiBERTCurves", "kwargs": {}, "space": "curves",
+                         "objectives": ["glue"], "approximation": "tabular", "deterministic": True, "virtual_time": True,
+                         "fidelity": ("steps", 150_000, 1_000_000)},
 }
 
 
@@ -348,8 +400,7 @@ def task_config(task: str, *, n_trials: int = DEFAULT_N_TRIALS) -> dict[str, Any
                 "_target_": "carps.utils.task.InputSpace",
                 "configuration_space": {"_target_": f"{_OF}.task_space", "task": task, "seed": "${seed}",
                                         "data": "${task.objective_function.data}"},
-                "fidelity_space": {"_target_": "carps.utils.task.FidelitySpace", "is_multifidelity": False,
-                                   "fidelity_type": None, "min_fidelity": None, "max_fidelity": None},
+                "fidelity_space": _fidelity_space(t.get("fidelity")),
                 "instance_space": None,
             },
             "output_space": {"_target_": "carps.utils.task.OutputSpace", "n_objectives": len(t["objectives"]),
@@ -363,10 +414,17 @@ def task_config(task: str, *, n_trials: int = DEFAULT_N_TRIALS) -> dict[str, Any
     }
 
 
+def _fidelity_space(fidelity: tuple[str, int, int] | None) -> dict[str, Any]:
+    """CARP-S's ``FidelitySpace`` node: none, or (what, lowest budget, highest budget)."""
+    kind, low, high = fidelity if fidelity is not None else (None, None, None)
+    return {"_target_": "carps.utils.task.FidelitySpace", "is_multifidelity": fidelity is not None,
+            "fidelity_type": kind, "min_fidelity": low, "max_fidelity": high}
+
+
 def _shape_space(kind: str) -> ConfigurationSpace:
     """A space of the evaluated-set kind's shape (one categorical) for the metadata, which
     depends on the types only - so writing the configs needs no data."""
-    name = ARCH_HP if kind == "evaluated" else RECIPE_HP
+    name = ARCH_HP if kind in ("evaluated", "curves") else RECIPE_HP
     return ConfigurationSpace(space=[Categorical(name, ["a", "b"])])
 
 
