@@ -72,6 +72,7 @@ from nasbench_bert.spaces.flexibert import Arch
 
 from nasbench_bert.text import TextTokenizer, load_tokenizer, pack, read_corpus
 
+from . import checkpoints
 from .corpus import Batch, BatchSource, MaskedInputs, Prefetcher, gumbel, load_sequences, pretokenize, scatter_update, step_seed
 
 #: ``precision``: "fp32" everywhere, or "bf16" autocast (weights, gradients and the
@@ -470,17 +471,6 @@ def unique_parameters(model: torch.nn.Module) -> list[torch.nn.Parameter]:
     return [p for p in model.parameters() if p.requires_grad]
 
 
-def _latest_checkpoint(d: Path) -> Path | None:
-    cks = sorted(d.glob("step-*.pt"))
-    for p in reversed(cks):
-        try:
-            torch.load(p, map_location="cpu", weights_only=False)["step"]
-            return p
-        except Exception:  # a truncated checkpoint (killed mid-save cannot happen: atomic) is skipped
-            continue
-    return None
-
-
 def _check_workdir_recipe(path: Path, cfg: PretrainConfig) -> None:
     """A workdir's checkpoints belong to one recipe: resuming them under another would mix two."""
     if not path.is_file():
@@ -599,9 +589,9 @@ def _resume(workdir: str | os.PathLike[str] | None, cfg: PretrainConfig, model: 
         ck_dir.mkdir(parents=True, exist_ok=True)
         _check_workdir_recipe(Path(workdir) / "pretrain_config.json", cfg)
         (Path(workdir) / "pretrain_config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
-        last = _latest_checkpoint(ck_dir)
+        last = checkpoints.latest(ck_dir, dev)  # weights-only: a planted file is refused, never run
         if last is not None:
-            st = torch.load(last, map_location=dev, weights_only=False)
+            st = last[1]
             model.load_state_dict(st["model"])
             opt.load_state_dict(st["optimizer"])
             hist = _History(st["losses"], st["disc_losses"], st["gen_losses"], st["step"])
@@ -633,7 +623,7 @@ def _run_steps(batches: Any, step_fn: Callable[[Batch], Any], hist: _History, cf
             if ck_dir is not None and (done % cfg.checkpoint_every == 0 or done == cfg.steps or (
                     cfg.checkpoint_minutes is not None and _clock() - last_ck >= 60 * cfg.checkpoint_minutes)):
                 hist.flush()
-                _save(ck_dir, done, model, opt, hist.losses, hist.disc, hist.gen)
+                checkpoints.save(ck_dir, done, model, opt, hist.losses, hist.disc, hist.gen)
                 saved.append(done)
                 last_ck = _clock()
             elif done % cfg.log_every == 0:
@@ -760,12 +750,3 @@ def train_step(model: ElectraPair, opt: RecipeOptimizer, batch: Batch, cfg: Pret
     t, d, g = (torch.stack(x) for x in zip(*recs))
     return StepRecord(t, d, g, norms, clipped, lr)
 
-
-def _save(d: Path, step: int, model: Any, opt: Any, losses: list[float], dl: list[float], gl: list[float]) -> None:
-    path = d / f"step-{step:08d}.pt"
-    tmp = d / f".step-{step:08d}.{os.getpid()}.tmp"
-    torch.save({"step": step, "model": model.state_dict(), "optimizer": opt.state_dict(),
-                "losses": losses, "disc_losses": dl, "gen_losses": gl}, tmp)
-    os.replace(tmp, path)  # atomic: a kill never leaves a half-written checkpoint under a real name
-    for old in sorted(d.glob("step-*.pt"))[:-2]:
-        old.unlink(missing_ok=True)
