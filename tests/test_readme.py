@@ -54,3 +54,15 @@ def test_one_install_command_for_the_hpo_extra():
     docs = (ROOT / "docs" / "integrations.md").read_text()
     assert "pip install 'nasbench-bert[hpo]'" in docs and "'.[torch,build,test,docs,hpo]'" in README
     assert "--no-deps" not in docs and "xgboost" not in docs.split("pip install", 1)[1].split("\n", 1)[0]
+
+
+def test_the_torch_pin_comes_with_the_cpu_index():
+    """On a stock index `torch==2.13.0` alone is the CUDA build: the set-up says so and gives
+    PyTorch's CPU index (issue 37, item 11), in the README and in docs/getting-started.md,
+    while the README's two commands stay as CI runs them here (a local CPU wheel)."""
+    cpu = "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+    setup = README.split("## Set-up", 1)[1].split("\n## ", 1)[0]
+    assert cpu in setup and "It is the CPU build" not in setup
+    page = (ROOT / "docs" / "getting-started.md").read_text()
+    pins = [line for line in page.splitlines() if re.match(r"pip install torch==", line)]
+    assert pins and all(cpu in line for line in pins), pins

@@ -146,3 +146,26 @@ def test_the_lookup_api_imports_no_heavy_dependency():
             "'matplotlib', 'rich') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]", f"imported at `import nasbench_bert`: {out}"
+
+
+def test_integrity_errors_of_a_flat_folder_name_that_folder(data_dir, tmp_path):
+    """A data folder whose manifest lies in it (no v2/ inside): the commands an integrity
+    error suggests name that folder, not its parent (issue 37, item 11), and work."""
+    from nasbench_bert.data.artifacts import add_artifact, read_artifact
+
+    flat = tmp_path / "flat"
+    shutil.copytree(data_dir / VERSION_DIR, flat)
+    add_artifact(DataDir.open(flat), "objectives", "objectives-v1.json", b"{}", format="nasbench-bert-objectives",
+                 format_version=1)
+    (flat / "objectives-v1.json").write_bytes(b"{ }")  # damaged after it was listed
+    with pytest.raises(DataIntegrityError) as e:
+        read_artifact(DataDir.open(flat), "objectives")
+    assert f"`nasbench-bert build-surrogate --data {flat}`" in str(e.value), str(e.value)
+    r = subprocess.run([sys.executable, "-m", "nasbench_bert.cli", "build-surrogate", "--data", str(flat)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(read_artifact(DataDir.open(flat), "objectives"))  # the suggested command repaired it
+    (flat / "nlp_ptb.parquet").write_bytes(b"damaged")
+    with pytest.raises(DataIntegrityError) as e:
+        DataDir.open(flat).table("nlp_ptb")
+    assert f"`nasbench-bert build-data --force --out {flat}`" in str(e.value), str(e.value)

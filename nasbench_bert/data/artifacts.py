@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from ..atomic import atomic_write
 from ..errors import DataIntegrityError, InvalidArgumentError
-from .tables import MANIFEST, DataDir, sha256_file
+from .tables import MANIFEST, DataDir, data_root, sha256_file
 
 #: artifact name -> what it holds (written into the manifest and the dataset card)
 ARTIFACTS: dict[str, str] = {
@@ -92,7 +92,8 @@ def read_artifact(data: DataDir, name: str) -> bytes | None:
     if entry is None:
         return None
     path = data.path / entry["file"]
-    fix = f"rewrite it with `nasbench-bert build-surrogate --data {data.path.parent}` (or download again)"
+    # data_root: the folder build-surrogate --data opens to find this one (itself when flat, not its parent)
+    fix = f"rewrite it with `nasbench-bert build-surrogate --data {data_root(data.path)}` (or download again)"
     if not path.is_file():
         raise DataIntegrityError(f"artifact {name!r}: file {path} is missing; {fix}")
     payload = path.read_bytes()

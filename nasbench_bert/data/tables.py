@@ -199,7 +199,8 @@ class DataDir:
 
     @property
     def _fix(self) -> str:
-        return f"rebuild it with `nasbench-bert build-data --force --out {self.path.parent}` (or download again)"
+        # data_root: the folder itself when its manifest lies directly in it (a flat folder), not its parent
+        return f"rebuild it with `nasbench-bert build-data --force --out {data_root(self.path)}` (or download again)"
 
     @property
     def names(self) -> list[str]:
