@@ -178,3 +178,70 @@ def test_refit_argument_is_checked(loaded):
 
     with pytest.raises(InvalidArgumentError, match="refit = 'yes' is not allowed; allowed: True or False"):
         loaded[0].surrogate(refit="yes")
+
+
+# -- docs/surrogate_file.md is enough to re-implement the prediction (issue 37, item 13) -------------
+def _prediction_from_the_doc(payload: bytes, X: np.ndarray, *, gp_dtype=np.float32, members_ddof: int = 0):
+    """docs/surrogate_file.md's "The prediction, in closed form", written from that text
+    with numpy alone: the file's arrays and meta, no object of this package. ``gp_dtype``
+    and ``members_ddof`` are the two readings the doc rules out (float64, sample variance)."""
+    with np.load(io.BytesIO(payload), allow_pickle=False) as z:
+        a = {k: z[k] for k in z.files}
+    meta = json.loads(str(a.pop("meta")[()]))
+    assert X.shape[1] == len(meta["feature_names"])  # d
+    f = gp_dtype
+    # GP: steps 1-5
+    zq = ((X - a["gp.mu_x"]) / a["gp.sd_x"]).astype(f)
+    Z = a["gp.Z"].astype(f)
+    d2 = np.maximum((zq * zq).sum(1)[:, None] + (Z * Z).sum(1)[None, :] - 2 * (zq @ Z.T), 0)
+    k = np.exp(d2 * f(-1.0 / (2 * float(a["gp.lengthscale"]) ** 2)))
+    gp_m = (k @ a["gp.alpha"].astype(f)).astype(np.float64) * a["gp.sd_y"] + a["gp.mu_y"]
+    q = ((k @ a["gp.kinv"].astype(f)) * k).sum(1).astype(np.float64)
+    gp_s = np.sqrt(np.maximum(1 + float(a["gp.noise"]) - q, 1e-12))[:, None] * a["gp.sd_y"]
+    # GBT: D moves per tree from node 0, right when x[feature] > threshold
+    feat, thr, leaf = a["gbt.feature"], a["gbt.threshold"], a["gbt.leaf"]
+    depth, rows = int(np.log2(leaf.shape[1])), np.arange(len(X))
+    total = np.zeros((len(X), leaf.shape[2]))
+    for t in range(feat.shape[0]):
+        node = np.zeros(len(X), dtype=np.int64)
+        for _ in range(depth):
+            node = np.where(X[rows, feat[t, node]] > thr[t, node], 2 * node + 2, 2 * node + 1)
+        total += leaf[t, node - (2**depth - 1)]
+    gbt_m, gbt_s = total * a["gbt.sd_y"] + a["gbt.mu_y"], np.broadcast_to(a["gbt.resid"], total.shape)
+    # ridge
+    ridge_m = np.column_stack([(X - a["ridge.mu_x"]) / a["ridge.sd_x"], np.ones(len(X))]) @ a["ridge.w"]
+    ridge_s = np.broadcast_to(a["ridge.resid"], ridge_m.shape)
+    # ensemble, then calibration
+    means = np.stack([gp_m, gbt_m, ridge_m])
+    var = means.var(0, ddof=members_ddof) + np.mean([gp_s**2, gbt_s**2, ridge_s**2], axis=0)
+    g = (X[:, meta["group_col"]] > 0.5).astype(np.int64)
+    std = np.sqrt(var) * a["cal.scale"][g]
+    return means.mean(0), std, g, a
+
+
+def test_the_documented_prediction_matches_the_surrogate(pinned):
+    """A reader written from docs/surrogate_file.md matches bench.surrogate() within the
+    tolerance the page states (1e-9 with numpy's float32 products; 1e-3 for any faithful
+    reader), on the 500 tabulated archs and 20,000 drawn from the whole space; the two
+    readings the page rules out (GP in float64, a sample variance) land where it says."""
+    from nasbench_bert.surrogate import surrogate_features
+
+    _, sur, payload = pinned
+    doc = (ROOT / "docs" / "surrogate_file.md").read_text()
+    assert "to 1e-9 on every mean and std" in doc and "within\n**1e-3**" in doc and "*population* variance" in doc
+    assert "28 for the default\n`as_trained` features" in doc
+    idx = np.r_[sur._bench.to_pandas()["space_index"].to_numpy(), np.random.default_rng(3).integers(0, 10_621_440, 20_000)]
+    X = surrogate_features(idx, "as_trained")
+    want_m, want_s = sur.predict_indices(idx)
+    m, s, g, a = _prediction_from_the_doc(payload, X)
+    assert np.abs(m - want_m).max() <= 1e-9 and np.abs(s - want_s).max() <= 1e-9
+    for level in (0.5, 0.8, 0.95):  # the interval: the calibration table's quantiles, linear interpolation
+        q = {gv: np.quantile(a[f"cal.z{gv}"][:, 0], [(1 - level) / 2, (1 + level) / 2]) for gv in (0, 1)}
+        lo = m[:500, 0] + np.array([q[v][0] for v in g[:500]]) * s[:500, 0]
+        hi = m[:500, 0] + np.array([q[v][1] for v in g[:500]]) * s[:500, 0]
+        want_lo, want_hi = sur.interval(idx[:500], level)
+        assert np.abs(lo - want_lo).max() <= 1e-9 and np.abs(hi - want_hi).max() <= 1e-9
+    m64, s64, _, _ = _prediction_from_the_doc(payload, X, gp_dtype=np.float64)
+    assert 1e-6 < max(np.abs(m64 - want_m).max(), np.abs(s64 - want_s).max()) <= 1e-3  # float32 matters, within 1e-3
+    _, s_sample, _, _ = _prediction_from_the_doc(payload, X, members_ddof=1)
+    assert np.abs(s_sample - want_s).max() > 1.0  # the sample variance is not the formula
