@@ -366,7 +366,10 @@ TASKS: dict[str, dict[str, Any]] = {
                 "deterministic": True, "virtual_time": False},
     "nlp_wikitext2": {"target": f"{_OF}_fidelity.NLPEpochs", "kwargs": {"dataset": "wikitext2", "objective": "val_loss"},
                       "space": "logged", "dataset": "wikitext2", "objectives": ["val_loss"], "approximation": "tabular",
-                      "deterministic": True, "virtual_time": True, "fidelity": ("epoch", 1, 50)},
+                      "deterministic": True, "virtual_time": True, "fidelity": ("epoch", 1, 50),
+                      # 50 full-budget trials: Hyperband's low-budget brackets try ~5 recipes per one, and SMAC
+                      # never repeats a configuration; at 100 it runs out of WikiText-2's 340 recipes
+                      "n_trials": 50},
     "nlp_ptb_epochs": {"target": f"{_OF}_fidelity.NLPEpochs", "kwargs": {"dataset": "ptb", "objective": "test_loss"},
                        "space": "logged", "dataset": "ptb", "objectives": ["test_loss"], "approximation": "tabular",
                        "deterministic": True, "virtual_time": True, "fidelity": ("epoch", 1, 50)},
@@ -405,7 +408,8 @@ def task_config(task: str, *, n_trials: int = DEFAULT_N_TRIALS) -> dict[str, Any
             },
             "output_space": {"_target_": "carps.utils.task.OutputSpace", "n_objectives": len(t["objectives"]),
                              "objectives": list(t["objectives"])},
-            "optimization_resources": {"_target_": "carps.utils.task.OptimizationResources", "n_trials": n_trials,
+            "optimization_resources": {"_target_": "carps.utils.task.OptimizationResources",
+                                       "n_trials": min(n_trials, t.get("n_trials", n_trials)),
                                        "time_budget": None, "n_workers": 1},
             "metadata": {"_target_": "carps.utils.task.TaskMetadata", "has_constraints": False, "domain": "NAS",
                          "objective_function_approximation": t["approximation"],
