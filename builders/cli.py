@@ -25,6 +25,7 @@ console = Console(soft_wrap=True, markup=False, emoji=False)
 
 
 def cmd_build_entry(args: argparse.Namespace) -> None:
+    slurm = slurm_resources(args)  # the --slurm-* options before anything is imported, loaded or built
     from nasbench_bert import Benchmark
 
     from .entry import build_many
@@ -74,7 +75,7 @@ def cmd_build_entry(args: argparse.Namespace) -> None:
         out = build_many(archs, executor=args.executor, ray_address=args.ray_address, corpus=args.corpus, glue=args.glue,
                          tasks=tasks, pretrain_config=pre, finetune_config=fin,
                          results=args.results, workdir=args.workdir, semantics=args.semantics, device=args.device,
-                         slurm=slurm_resources(args),
+                         slurm=slurm,
                          **({"gpus_per_arch": args.gpus_per_arch} if args.gpus_per_arch is not None else {}),
                          **({"cpus_per_arch": args.cpus_per_arch} if args.cpus_per_arch is not None else {}))
     for i, (a, e) in enumerate(zip(archs, out)):

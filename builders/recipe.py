@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Sequence
@@ -144,7 +145,10 @@ def _config(cls: Any, values: dict[str, Any], what: str) -> Any:
     unknown = sorted(set(values) - set(allowed))
     if unknown:
         raise InvalidArgumentError(f"{what} field(s) {unknown} not allowed; allowed: {allowed}")
-    return cls(**values)
+    try:
+        return cls(**values)
+    except InvalidArgumentError as e:  # "batch_size = 0 ...": say whose (pretraining and finetuning both have one)
+        raise InvalidArgumentError(f"{what}.{e}" if re.match(r"[A-Za-z_]\w* = ", str(e)) else str(e)) from None
 
 
 def make_recipe(*, corpus: str = "hf:openwebtext", glue: str | Path = "hf:glue", tasks: Sequence[str] | None = None,

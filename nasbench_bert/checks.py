@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+import tempfile
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .errors import InvalidArgumentError
@@ -123,3 +126,25 @@ def check_nlp_bench(v: Any, name: str = "bench") -> Any:
         return v
     return check_bench(v, name).nlp
 
+
+
+def check_writable_folder(name: str, folder: str | os.PathLike[str]) -> Path:
+    """``folder`` as a Path when it is, or can be made, a folder this process can write;
+    otherwise one line naming ``name`` and the folder that said no, before any work.
+    Nothing is left behind: a missing folder is not created here (its writer makes it),
+    and the probe that catches what permission bits cannot (a read-only mount, /proc, a
+    root-owned folder seen as root) is a hidden temporary folder, removed at once."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise InvalidArgumentError(f"{name} = {str(folder)!r} is a file; allowed: a folder (created if missing)")
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise InvalidArgumentError(f"{name} = {str(folder)!r}: {probe} is not writable; choose a folder you can write to")
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=probe, prefix=".nasbench-bert-probe-"))
+    except OSError as e:
+        raise InvalidArgumentError(f"{name} = {str(folder)!r} cannot be written ({probe}: {e.strerror}); choose a folder "
+                                   "you can write to") from None
+    return folder

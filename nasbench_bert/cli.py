@@ -18,11 +18,12 @@ from rich.table import Table
 from rich.text import Text
 
 from .benchmark import Benchmark
-from .checks import check_int
+from .checks import check_int, check_writable_folder
 from .errors import InvalidArgumentError, MissingExtraError, NasBenchError
 from .search.algorithms import ALGORITHMS
 from .search.oracle import ORACLES
 from .semantics import SEMANTICS_NAMES
+from .slurm import FIELD_FLAGS as SLURM_FIELD_FLAGS
 from .slurm import add_arguments as add_slurm_arguments
 from .slurm import from_arguments as slurm_resources
 from .sizes import WIKITEXT2_VOCAB
@@ -39,6 +40,53 @@ err_console = Console(stderr=True, soft_wrap=True, markup=False, emoji=False)
 def print_error(message: str) -> None:
     """One red ``error:`` line on stderr, the message printed verbatim (no markup, no emoji)."""
     err_console.print(Text.assemble(("error:", "red"), " ", message), highlight=False)
+
+
+#: Python argument names whose option is not ``--`` and the name with dashes; each applies
+#: only to a command that has that option (``time`` is ``--slurm-time`` where there is one)
+FIELD_FLAGS: dict[str, str] = {**SLURM_FIELD_FLAGS, "algorithm": "--algorithms", "version": "--proxy-version",
+                               "proxy": "--proxies", "finetune_config.batch_size": "--finetune-batch-size"}
+#: ``name = `` in a library message: the argument it names (dotted for a config's field,
+#: ``a/b`` for two at once), at a line's start or after a space, comma or bracket
+_NAMED = re.compile(r"(?:(?<=^)|(?<=[\s,(]))([A-Za-z_][\w.]*(?:/[A-Za-z_][\w.]*)*)(?= = )", re.M)
+
+
+def _options(ap: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, str]:
+    """``dest -> option`` of every option of the command ``args`` ran (its global options,
+    then each subcommand's down to the one that ran)."""
+    out: dict[str, str] = {}
+    parser: argparse.ArgumentParser | None = ap
+    while parser is not None:
+        chosen = None
+        for a in parser._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                chosen = a.choices.get(getattr(args, a.dest, None) or "")
+            elif a.option_strings:
+                out[a.dest] = next((o for o in a.option_strings if o.startswith("--")), a.option_strings[0])
+        parser = chosen
+    return out
+
+
+def as_flags(message: str, options: dict[str, str]) -> str:
+    """``message`` with each Python argument it names (``report = ...``, ``cpus_per_task
+    = 0``, ``finetune_config.batch_size = 0``) written as the option that set it
+    (``--report``, ``--slurm-cpus``, ``--finetune-batch-size``): the library names its
+    arguments, a command-line user typed options. Names no option of the command sets
+    are left as they are."""
+    typed = set(options.values())
+
+    def flag(name: str) -> str | None:
+        if FIELD_FLAGS.get(name) in typed:
+            return FIELD_FLAGS[name]
+        if name in options:
+            return options[name]
+        return flag(name.rsplit(".", 1)[1]) if "." in name else None
+
+    def one(m: re.Match[str]) -> str:
+        names = [flag(n) for n in m.group(1).split("/")]
+        return m.group(1) if None in names else "/".join(n for n in names if n is not None)
+
+    return _NAMED.sub(one, message)
 
 
 def _bench(args: argparse.Namespace) -> Benchmark:
@@ -188,6 +236,7 @@ def _export_syne_tune(args: argparse.Namespace) -> None:
         raise MissingExtraError(f"--format syne-tune needs syne-tune: pip install 'nasbench-bert[hpo]' ({e.name} "
                                 "is not installed)", name=e.name) from None
     names = BLACKBOXES if args.table is None else (SYNE_TUNE_TABLES[args.table],)
+    _writable(Path(args.out), "--out")  # before loading, as build-data checks --out (not a staging folder's name after it)
     folders = write_blackboxes(_bench(args), args.out, names)
     for name, folder in folders.items():
         console.print(f"wrote syne-tune blackbox {name} to {folder}")
@@ -218,7 +267,9 @@ def cmd_build_data(args: argparse.Namespace) -> None:
 def cmd_build_surrogate(args: argparse.Namespace) -> None:
     from .data.resolve import default_locations
 
-    _write_artifacts(Path(args.data or default_locations(None, None)[1]), surrogate=True)
+    path = Path(args.data or default_locations(None, None)[1])
+    _writable(path, "--data")  # before the fit, as build-data checks --out (not the write's temporary name after it)
+    _write_artifacts(path, surrogate=True)
 
 
 def _write_artifacts(path: Path, *, surrogate: bool) -> None:
@@ -232,19 +283,9 @@ def _write_artifacts(path: Path, *, surrogate: bool) -> None:
 
 
 def _writable(folder: Path, option: str) -> None:
-    """A clear error, before any work, when ``folder`` cannot be written."""
-    if folder.exists() and not folder.is_dir():
-        raise InvalidArgumentError(f"{option} = {str(folder)!r} is a file; allowed: a folder (created if missing)")
-    probe = folder
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise InvalidArgumentError(f"{option} = {str(folder)!r}: {probe} is not writable; choose a folder you can write to")
-    try:  # permission bits can say yes where nothing can be made (/proc, a read-only mount): make a folder, remove it
-        os.rmdir(tempfile.mkdtemp(dir=probe, prefix=".nasbench-bert-probe-"))
-    except OSError as e:
-        raise InvalidArgumentError(f"{option} = {str(folder)!r} cannot be written ({probe}: {e.strerror}); choose a folder "
-                                   "you can write to") from None
+    """A clear error, before any work, when ``folder`` cannot be written (the library's
+    one check, :func:`~nasbench_bert.checks.check_writable_folder`, naming the option)."""
+    check_writable_folder(option, folder)
 
 
 def cmd_download(args: argparse.Namespace) -> None:
@@ -341,12 +382,13 @@ def _check_sample(n: int | None) -> None:
 
 
 def cmd_proxies_compute(args: argparse.Namespace) -> None:
-    from . import proxies
-
-    _check_out(Path(args.out))  # before a long computation, not after it
+    _check_out(Path(args.out))  # before a long computation (and before loading anything), not after it
     _check_sample(args.sample)
     if args.cache is not None:
         _writable(Path(args.cache), "--cache")
+    slurm = slurm_resources(args)
+    from . import proxies
+
     bench = _bench(args)
     batch = {"batch_size": args.batch_size, "seq_len": args.seq_len, "source": args.source}
     batch = {k: v for k, v in batch.items() if v is not None}
@@ -362,7 +404,7 @@ def cmd_proxies_compute(args: argparse.Namespace) -> None:
     names = args.proxies.split(",") if "," in args.proxies else args.proxies
     df = proxies.compute(items, names, semantics=args.semantics, seed=args.seed, batch=batch, space=args.space, dtype=args.dtype,
                          bench=bench, cache=args.cache, jobs=args.jobs, progress=not args.quiet,
-                         executor=args.executor, ray_address=args.ray_address, slurm=slurm_resources(args))
+                         executor=args.executor, ray_address=args.ray_address, slurm=slurm)
     _write_frame(df, Path(args.out))
     console.print(f"wrote {len(df)} rows ({int(df.error.notna().sum())} errors, {int(df.cached.sum())} from cache) to {args.out}")
 
@@ -389,12 +431,13 @@ _NLP_BATCH: dict[str, dict[str, Any]] = {"ptb": {}, "wikitext2": {"vocab_size": 
 
 
 def cmd_hardware(args: argparse.Namespace) -> None:
-    from . import hardware
-
-    _check_out(Path(args.out))  # before a long measurement, not after it
+    _check_out(Path(args.out))  # before a long measurement (and before loading anything), not after it
     _check_sample(args.sample)
     if args.cache is not None:
         _writable(Path(args.cache), "--cache")
+    slurm = slurm_resources(args)
+    from . import hardware
+
     bench = _bench(args)
     if args.sample is not None:  # archs drawn from the whole space, not the benchmark's 500
         if not _is_all(args.ids):
@@ -408,7 +451,7 @@ def cmd_hardware(args: argparse.Namespace) -> None:
     settings = hardware.MeasureSettings(threads=args.threads)
     df = hardware.measure_many(items, sems, settings=settings, bench=bench, cache=args.cache, jobs=args.jobs,
                                executor=args.executor, ray_address=args.ray_address, progress=not args.quiet,
-                               slurm=slurm_resources(args))
+                               slurm=slurm)
     _write_frame(df, Path(args.out))
     console.print(f"wrote {len(df)} rows ({int(df.error.notna().sum())} errors, {int(df.cached.sum())} from cache, "
                   f"{int(df.shared.sum())} sharing another row's model) to {args.out}")
@@ -467,7 +510,7 @@ def cmd_proxies_score(args: argparse.Namespace) -> None:
 
 def cmd_proxies_evaluate(args: argparse.Namespace) -> None:
     """One command for a new proxy: computed on every model, ranked beside the baselines."""
-    from .evaluation import BENCHMARKS, evaluate, nlp_runs
+    from .report_dir import check_report_dir
 
     fmt = args.format
     if args.out is not None:
@@ -481,6 +524,11 @@ def cmd_proxies_evaluate(args: argparse.Namespace) -> None:
     fmt = fmt or "md"
     if args.cache is not None:
         _writable(Path(args.cache), "--cache")
+    # the output options before the seconds of importing torch and loading the benchmark
+    check_report_dir(args.report, "--report", cache=args.cache, cache_name="--cache")
+    slurm = slurm_resources(args)
+    from .evaluation import BENCHMARKS, evaluate, nlp_runs
+
     if os.getcwd() not in sys.path:  # 'module:function' in the working folder, as 'python -m' would find it
         sys.path.insert(0, os.getcwd())
     bench = _bench(args)
@@ -497,7 +545,7 @@ def cmd_proxies_evaluate(args: argparse.Namespace) -> None:
                    compare=[c.strip() for c in args.compare.split(",") if c.strip()], ids=ids,
                    nlp_ids=nlp_ids, tasks=not args.no_tasks,
                    higher_is_better=not args.lower_is_better, dedupe=not args.no_dedupe, cache=args.cache, jobs=args.jobs,
-                   executor=args.executor, ray_address=args.ray_address, slurm=slurm_resources(args),
+                   executor=args.executor, ray_address=args.ray_address, slurm=slurm,
                    progress=not args.quiet, batch=batch or None, batches=args.batches, version=args.proxy_version,
                    refresh=args.refresh,
                    seed=args.seed, dtype=args.dtype, bootstrap=args.bootstrap, bench=bench, report=args.report)
@@ -870,12 +918,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("NASBENCH_BERT_TRACEBACK"):
             raise
         where = f" ({e.filename})" if getattr(e, "filename", None) else ""
-        print_error((e.strerror or str(e)) + where)
+        print_error(as_flags(e.strerror or str(e), _options(ap, args)) + where)
         return 2
     except (NasBenchError, ValueError) as e:
         if os.environ.get("NASBENCH_BERT_TRACEBACK"):  # for bug reports and the fuzz suite
             raise
-        print_error(str(e))
+        print_error(as_flags(str(e), _options(ap, args)))  # the options typed, not the library's argument names
         return 2
     except ModuleNotFoundError as e:  # a command that needs the [torch] extra, without it: _torch's one line
         if e.name != "torch" or os.environ.get("NASBENCH_BERT_TRACEBACK"):

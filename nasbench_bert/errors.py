@@ -77,6 +77,12 @@ class IncompleteSweepError(NasBenchError, RuntimeError):
     running the same call again computes only the missing ones."""
 
 
+class SubmissionError(NasBenchError, RuntimeError):
+    """The scheduler refused a sweep's jobs (``sbatch`` exited with an error: an unknown
+    partition or account, a time or memory limit above the partition's). Nothing was
+    submitted and nothing computed; the message carries the scheduler's own words."""
+
+
 class NasBenchWarning(UserWarning):
     """Base class of the package's own warnings. Each prints as one line,
     ``nasbench-bert: <Category>: <message>``, instead of Python's form, which adds the

@@ -460,7 +460,7 @@ def evaluate(
     dtype = check_choice("dtype", dtype, DTYPES)
     compare = check_names("compare", compare)
     cache_dir = _cache_dir(cache)
-    report_dir = check_report_dir(report)
+    report_dir = check_report_dir(report, cache=cache)
     # a callable stays registered in this process: its workers and a rerun find it by name
     name, callable_proxy = _resolve_proxy(proxy, higher_is_better, version, batches)
     bms = _benchmarks(benchmarks, name)
@@ -508,11 +508,19 @@ def _selections(bench: BenchmarkLike, bms: list[str], ids: Any, nlp_ids: Any) ->
     among the NAS-Bench-NLP runs with a public recipe."""
     id_list = _positions("ids", ids, len(bench)) if "flexibert" in bms else None
     if ids is not None and "flexibert" not in bms:
-        raise InvalidArgumentError("ids selects FlexiBERT archs; benchmarks has no 'flexibert'")
+        raise InvalidArgumentError(f"ids = {_shown(ids)} selects FlexiBERT archs, and benchmarks = {bms!r} has no "
+                                   "'flexibert'; allowed: no ids, or 'flexibert' among the benchmarks")
     nlp_pos = _positions("nlp_ids", nlp_ids, len(nlp_runs(bench))) if "nlp" in bms else None
     if nlp_ids is not None and "nlp" not in bms:
-        raise InvalidArgumentError("nlp_ids selects NAS-Bench-NLP runs; benchmarks has no 'nlp'")
+        raise InvalidArgumentError(f"nlp_ids = {_shown(nlp_ids)} selects NAS-Bench-NLP runs, and benchmarks = {bms!r} has "
+                                   "no 'nlp'; allowed: no nlp_ids, or 'nlp' among the benchmarks")
     return {"flexibert": id_list, "nlp": nlp_pos}
+
+
+def _shown(v: Any) -> str:
+    """A selection as a message shows it: a long list cut short."""
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 @dataclass

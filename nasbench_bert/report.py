@@ -35,7 +35,6 @@ This module sits below :mod:`.evaluation` (which calls it) and does not import i
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -51,6 +50,7 @@ import pandas as pd
 from . import metrics
 from .atomic import replace_dir, staging_dir
 from .errors import InvalidArgumentError
+from .report_dir import REPORT_FILES, check_report_dir
 from .vocabulary import BenchmarkLike
 
 
@@ -80,8 +80,6 @@ class EvaluationLike(Protocol):
 _E = TypeVar("_E", bound=EvaluationLike)
 
 
-#: the files of a report folder
-REPORT_FILES: tuple[str, ...] = ("table.md", "table.tex", "scatter.png", "cells.png", "values.parquet")
 #: the committed leaderboard the published rows are read from (present in a checkout)
 LEADERBOARD = Path(__file__).resolve().parent.parent / "docs" / "leaderboard.json"
 #: registry groups whose rows the table adds from the leaderboard when the Evaluation lacks them
@@ -112,36 +110,6 @@ _HEADLINE: dict[str, tuple[str, str]] = {"flexibert": ("glue", "GLUE average"),
 _KIND_ORDER: tuple[str, ...] = ("candidate", "compare", "published", "leaderboard", "baseline")
 _KIND_LABEL: dict[str, str] = {"candidate": "proxy", "compare": "compared", "published": "published",
                                "leaderboard": "published †", "baseline": "baseline"}
-
-
-# -- arguments --------------------------------------------------------------------------------
-def check_report_dir(report: Any, field_name: str = "report") -> Path | None:
-    """``report`` as a folder to write the report to (None: no report), checked before
-    any work: a path (str or os.PathLike) that is absent, an empty folder or an earlier
-    report; its parent must be creatable."""
-    if report is None:
-        return None
-    if isinstance(report, bool) or not isinstance(report, (str, os.PathLike)) or not str(report).strip():
-        raise InvalidArgumentError(f"{field_name} = {report!r} is not allowed; allowed: None or a folder path (str or "
-                                   "os.PathLike) that is absent, empty or an earlier report")
-    if importlib.util.find_spec("matplotlib") is None:
-        raise InvalidArgumentError(f"{field_name} = {str(report)!r} needs matplotlib for the figures: "
-                                   "pip install 'nasbench-bert[report]'")
-    path = Path(report).expanduser()
-    if path.exists() and not path.is_dir():
-        raise InvalidArgumentError(f"{field_name} = {str(report)!r} is a file; allowed: a folder that is absent, empty "
-                                   "or an earlier report")
-    if path.is_dir():
-        other = sorted(p.name for p in path.iterdir() if p.name not in REPORT_FILES)
-        if other:
-            raise InvalidArgumentError(f"{field_name} = {str(report)!r} holds files that are not a report's ({other[:5]}); "
-                                       f"allowed: a folder that is absent, empty or holds only {list(REPORT_FILES)}")
-    parent = path.resolve().parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise InvalidArgumentError(f"{field_name} = {str(report)!r}: {str(parent)!r} is not a writable folder")
-    return path
 
 
 @dataclass(frozen=True)

@@ -23,17 +23,20 @@ submission, pickling, array and result path as local processes (submitit's
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import shutil
 import signal
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Sequence
 
 from .checks import check_choice, check_int, check_real
-from .errors import IncompleteSweepError, InvalidArgumentError, MissingExtraError
+from .errors import IncompleteSweepError, InvalidArgumentError, MissingExtraError, SubmissionError
 
 #: the one line a user without submitit sees (the CLI prints it alone)
 MISSING = ("submitit is not installed; executor 'slurm' needs the [slurm] extra: pip install 'nasbench-bert[slurm]' "
@@ -161,9 +164,14 @@ def check_slurm(executor: str, slurm: Any) -> SlurmResources | None:
         return None
     res = slurm if slurm is not None else SlurmResources()
     load_submitit()
-    if res.cluster == "slurm" and shutil.which("sbatch") is None:
-        raise InvalidArgumentError("executor = 'slurm' needs SLURM's sbatch on PATH (run on a login node of the cluster); "
-                                   "allowed on this machine: executor 'local' or 'ray'")
+    if res.cluster == "slurm":
+        # submitit submits with sbatch and starts each array task with srun; without srun its
+        # executor raises a bare RuntimeError, so both are looked for here, before any work
+        missing = [c for c in ("sbatch", "srun") if shutil.which(c) is None]
+        if missing:
+            raise InvalidArgumentError(f"executor = 'slurm' needs SLURM's {missing[0]} on PATH (not found: "
+                                       f"{', '.join(missing)}; run on a login node of the cluster); allowed on this "
+                                       "machine: executor 'local' or 'ray'")
     return res
 
 
@@ -202,7 +210,13 @@ def run_array(fn: Callable[[Any], Any], tasks: Sequence[Any], done: Callable[[in
     ex.update_parameters(**res.parameters(default_cpus))
     n = res.tasks_per_job
     chunks = [list(range(k, min(k + n, len(tasks)))) for k in range(0, len(tasks), n)]
-    jobs = ex.map_array(ArrayTask(fn), [[tasks[i] for i in c] for c in chunks])
+    said = io.StringIO()  # submitit prints a refusing sbatch's stderr before raising it: said once, in our line
+    try:
+        with contextlib.redirect_stderr(said):
+            jobs = ex.map_array(ArrayTask(fn), [[tasks[i] for i in c] for c in chunks])
+    except submitit.core.utils.FailedJobError as e:  # sbatch said no: its own words, one line
+        raise SubmissionError(refused(e, res, folder)) from None
+    sys.stderr.write(said.getvalue())  # anything else submitit said on a submission that went through
     where = {job.job_id: c for job, c in zip(jobs, chunks)}
     if res.cluster == "local":  # results on a local disk: no network file system to wait for (submitit waits 15 s)
         for job in jobs:
@@ -227,6 +241,24 @@ def run_array(fn: Callable[[Any], Any], tasks: Sequence[Any], done: Callable[[in
             "finished is in the cache: run the same command again to compute only the missing ones")
 
 
+def refused(e: BaseException, res: SlurmResources, folder: Path) -> str:
+    """The one line for a job array ``sbatch`` refused: what sbatch said, what was asked
+    for, and that nothing ran (so the same command, fixed, is safe to run again)."""
+    said = " ".join(str(e).split())[:400] or type(e).__name__
+    asked = ", ".join(f"{k} = {v!r}" for k, v in (("partition", res.partition), ("account", res.account),
+                                                   ("time", res.time), ("mem_gb", res.mem_gb),
+                                                   ("gpus_per_node", res.gpus_per_node or None)) if v is not None)
+    return (f"sbatch refused the job array: {said} (asked for {asked}); nothing was submitted or computed. Allowed: "
+            f"what the cluster accepts (sinfo lists its partitions and limits); submitit's job script is in {folder}")
+
+
+#: the ``--slurm-*`` option of each :class:`SlurmResources` field: the command line names
+#: the option a user typed, never the field (``nasbench_bert.cli``'s error messages)
+FIELD_FLAGS = {"partition": "--slurm-partition", "time": "--slurm-time", "cpus_per_task": "--slurm-cpus",
+               "mem_gb": "--slurm-mem-gb", "gpus_per_node": "--slurm-gpus", "array_parallelism": "--slurm-array-parallelism",
+               "tasks_per_job": "--slurm-tasks-per-job", "account": "--slurm-account", "folder": "--slurm-folder"}
+
+
 def add_arguments(p: Any) -> None:
     """The ``--slurm-*`` options of a command with ``--executor slurm`` (argparse)."""
     g = p.add_argument_group("SLURM", "with --executor slurm: one job array through submitit (the [slurm] extra)")
@@ -242,8 +274,10 @@ def add_arguments(p: Any) -> None:
 
 
 def from_arguments(args: Any) -> SlurmResources | None:
-    """:class:`SlurmResources` from the ``--slurm-*`` options when ``--executor slurm``;
-    None otherwise, and an option given to another executor is refused."""
+    """:class:`SlurmResources` from the ``--slurm-*`` options when ``--executor slurm``
+    (checked with :func:`check_slurm`: the extra, sbatch and srun); None otherwise, and an
+    option given to another executor is refused. Cheap: commands call it before loading
+    anything."""
     given = {"--slurm-partition": args.slurm_partition, "--slurm-cpus": args.slurm_cpus,
              "--slurm-mem-gb": args.slurm_mem_gb, "--slurm-account": args.slurm_account}
     changed = {"--slurm-time": args.slurm_time != "60", "--slurm-gpus": args.slurm_gpus != 0,
@@ -256,7 +290,8 @@ def from_arguments(args: Any) -> SlurmResources | None:
                                        "--slurm-* option (they size SLURM array tasks; add --executor slurm)")
         return None
     t = args.slurm_time.strip()
-    return SlurmResources(partition=args.slurm_partition, time=int(t) if t.isdigit() else t, cpus_per_task=args.slurm_cpus,
-                          mem_gb=args.slurm_mem_gb, gpus_per_node=args.slurm_gpus,
-                          array_parallelism=args.slurm_array_parallelism, tasks_per_job=args.slurm_tasks_per_job,
-                          account=args.slurm_account, folder=args.slurm_folder)
+    res = SlurmResources(partition=args.slurm_partition, time=int(t) if t.isdigit() else t, cpus_per_task=args.slurm_cpus,
+                         mem_gb=args.slurm_mem_gb, gpus_per_node=args.slurm_gpus,
+                         array_parallelism=args.slurm_array_parallelism, tasks_per_job=args.slurm_tasks_per_job,
+                         account=args.slurm_account, folder=args.slurm_folder)
+    return check_slurm("slurm", res)

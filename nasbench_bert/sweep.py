@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Protocol, Sequence, TypeVar, cast
 
+from .checks import check_writable_folder
 from .errors import InvalidArgumentError
 from .executors import run_tasks
 from .slurm import SlurmResources
@@ -67,21 +68,16 @@ class PartCache:
 
     @classmethod
     def open(cls, cache: str | os.PathLike[str] | None, format: PartFormat, unit: str) -> "PartCache | None":
-        """The cache at ``cache`` (created if missing), or None without one; a path that
-        is a file is refused with a message naming the argument."""
+        """The cache at ``cache``, or None without one; a path that is a file, or a
+        folder that cannot be made or written, is refused with a message naming the
+        argument. A missing folder is made by the first part written, not here: a sweep
+        that fails before any result (a scheduler that refuses the job, an interrupt, a
+        bad argument found later) leaves no empty cache folder behind."""
         if cache is None:
             return None
         if not isinstance(cache, (str, os.PathLike)):
             raise InvalidArgumentError(f"cache = {cache!r} is not allowed; allowed: a folder (str or path) or None")
-        folder = Path(cache)
-        if folder.exists() and not folder.is_dir():
-            raise InvalidArgumentError(f"cache = {str(cache)!r} is a file; allowed: a folder (created if missing)")
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise InvalidArgumentError(f"cache = {str(cache)!r} cannot be created ({e.strerror or e}); "
-                                       "allowed: a folder you can write to") from None
-        return cls(folder, format, unit)
+        return cls(check_writable_folder("cache", cache), format, unit)
 
     def path(self, identity: Sequence[Any]) -> Path:
         digest = hashlib.sha1(json.dumps(list(identity)).encode()).hexdigest()[:20]

@@ -219,6 +219,33 @@ def test_report_never_replaces_a_users_folder_or_file(bench, tmp_path):
     assert keep.read_text() == "mine"
 
 
+@pytest.mark.parametrize("cache, folder, how", [("x", "x", "is"), ("x", "x/report", "lies inside"),
+                                                ("x/cache", "x", "holds")])
+def test_report_and_cache_folders_are_kept_apart_before_any_work(bench, tmp_path, monkeypatch, capsys, cache, folder,
+                                                                 how):
+    """Issue 37, item 9: ``--cache X --report X`` computed every model, then refused the
+    report folder because the cache's parts were in it. The report folder may not be, lie
+    inside or hold the cache: refused before any model, from Python and from the command
+    line (there before the benchmark is loaded: ``--data`` points nowhere)."""
+    from nasbench_bert import cli, evaluation
+
+    def computed(*a, **k):
+        raise AssertionError("a model was computed before the report folder was refused")
+
+    monkeypatch.setattr(evaluation, "_evaluate", computed)
+    cache_dir, report_dir = tmp_path / cache, tmp_path / folder
+    with pytest.raises(InvalidArgumentError, match=f"^report = {re.escape(repr(str(report_dir)))} {how} the cache folder "
+                                                   f"cache = {re.escape(repr(str(cache_dir)))}; allowed: "):
+        proxies.evaluate("depth", benchmarks="flexibert", ids=[0, 1], bench=bench, progress=False, cache=cache_dir,
+                         report=report_dir)
+    assert cli.main(["--data", str(tmp_path / "no-data"), "-q", "proxies", "evaluate", "depth", "--ids", "0-1",
+                     "--benchmarks", "flexibert", "--cache", str(cache_dir), "--report", str(report_dir)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: --report = {str(report_dir)!r} {how} the cache folder --cache = "
+                                               f"{str(cache_dir)!r}; allowed: "), err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_error_leaves_no_partial_report(bench, tmp_path, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("drawing failed")

@@ -10,6 +10,7 @@ requeueing, GPU allocation (docs/integrations.md, "SLURM").
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -43,8 +44,11 @@ def test_resources_are_checked_naming_the_field():
     assert p["slurm_partition"] == "gpu" and p["slurm_account"] == "lab" and p["slurm_array_parallelism"] == 20
 
 
-def test_resources_only_with_executor_slurm():
+def test_resources_only_with_executor_slurm(tmp_path, monkeypatch):
     from nasbench_bert.executors import run_tasks
+
+    pytest.importorskip("submitit")
+    monkeypatch.setenv("PATH", f"{_fake_slurm(tmp_path)}:{os.environ['PATH']}")  # from_arguments checks sbatch and srun
 
     with pytest.raises(InvalidArgumentError, match="^slurm = .* not allowed with executor = 'local'"):
         run_tasks(abs, [1], lambda i, r: None, slurm=SlurmResources())
@@ -69,6 +73,63 @@ def test_without_sbatch_executor_slurm_says_so(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(InvalidArgumentError, match="needs SLURM's sbatch on PATH"):
         check_slurm("slurm", None)
+
+
+def _fake_slurm(tmp_path: Path, *, srun: bool = True) -> Path:
+    """A folder with stand-ins for SLURM's commands: an ``sbatch`` that refuses every job
+    the way a cluster refuses an unknown partition (its line on stderr, exit 1), and an
+    ``srun`` (submitit looks for it; never run, since no job is accepted)."""
+    fake = tmp_path / "fakebin"
+    fake.mkdir(exist_ok=True)
+    (fake / "sbatch").write_text("#!/bin/sh\necho 'sbatch: error: invalid partition specified' >&2\nexit 1\n")
+    (fake / "sbatch").chmod(0o755)
+    if srun:
+        (fake / "srun").write_text("#!/bin/sh\nexit 1\n")
+        (fake / "srun").chmod(0o755)
+    return fake
+
+
+def test_a_refused_job_array_is_one_line_and_leaves_no_cache_folder(tmp_path, monkeypatch, capsys):
+    """Issue 37, item 7: sbatch refusing the array (an unknown partition) ended in a
+    traceback of submitit's FailedJobError after an empty cache folder was made. Now one
+    SubmissionError carrying sbatch's words and what was asked for, nothing computed, and no
+    cache folder; submitit's own echo of sbatch's stderr is not printed beside it."""
+    pytest.importorskip("submitit")
+    from nasbench_bert.sweep import PartCache, SweepRun, run_sweep
+
+    monkeypatch.setenv("PATH", f"{_fake_slurm(tmp_path)}:{os.environ['PATH']}")
+    cache = PartCache.open(tmp_path / "cache", "json", "number")
+    how = SweepRun("slurm", slurm=SlurmResources(partition="nope", folder=tmp_path / "logs"))
+    with pytest.raises(NasBenchError) as e:  # submitit's FailedJobError before
+        run_sweep(_square, [_Square(1), _Square(2)], cache, _finish, how)
+    assert type(e.value).__name__ == "SubmissionError"
+    assert str(e.value).startswith("sbatch refused the job array: sbatch: error: invalid partition specified "
+                                   "(asked for partition = 'nope', time = 60); nothing was submitted or computed")
+    assert str(tmp_path / "logs") in str(e.value) and "\n" not in str(e.value)
+    assert not (tmp_path / "cache").exists()
+    assert "sbatch: error" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("srun", [True, False])
+def test_cli_refused_or_without_srun_is_one_line_exit_2(tmp_path, monkeypatch, capsys, data_dir, srun):
+    """The same from the command line, and a machine with sbatch but no srun (submitit's
+    bare RuntimeError before): one 'error:' line naming the options typed, exit 2, no cache
+    folder and no output file."""
+    pytest.importorskip("submitit")
+    pytest.importorskip("torch")
+    from nasbench_bert import cli
+
+    monkeypatch.setenv("PATH", str(_fake_slurm(tmp_path, srun=srun)))  # only the stand-ins: no real srun either
+    argv = ["--data", str(data_dir), "-q", "proxies", "compute", "--ids", "0-1", "--proxies", "param_count",
+            "--executor", "slurm", "--slurm-partition", "nope", "--slurm-folder", str(tmp_path / "logs"),
+            "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "p.parquet")]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    want = ("error: sbatch refused the job array: sbatch: error: invalid partition specified (asked for "
+            "--slurm-partition = 'nope', --slurm-time = 60)" if srun else
+            "error: --executor = 'slurm' needs SLURM's srun on PATH (not found: srun;")
+    assert len(err) == 1 and err[0].startswith(want), err
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "p.parquet").exists()
 
 
 NO_SUBMITIT = r'''
@@ -207,9 +268,9 @@ def test_requeued_array_task_skips_the_parts_it_wrote(tmp_path, by_value):
     ex.update_parameters(timeout_min=5)
     job = ex.submit(ArrayTask(_StoreInWorker(_slow_square, _finish, cache)), tasks)
     deadline = time.time() + 120
-    while not any(cache.folder.iterdir()) and time.time() < deadline:
+    while not (cache.folder.is_dir() and any(cache.folder.iterdir())) and time.time() < deadline:  # made by the first part
         time.sleep(0.05)
-    assert any(cache.folder.iterdir()), "no part written in 120 s"
+    assert cache.folder.is_dir() and any(cache.folder.iterdir()), "no part written in 120 s"
     (task,) = _children(int(job.job_id))  # the local controller's one task process
     os.kill(task, submitit.JobEnvironment._usr_sig())  # what SLURM sends before pre-empting or at the time limit
     rows = job.result()
