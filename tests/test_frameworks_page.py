@@ -222,6 +222,7 @@ def test_configspace(run_section):
 
 def test_nas_bench_suite_zero(run_section, bench):
     (ns,), _ = run_section("NAS-Bench-Suite-Zero")
+    assert len(ns["archs"]) == 491 and all(isinstance(a, tuple) for a in ns["archs"])
     entry = ns["entry"]
     r = bench.query(entry["id"], charge=False)
     assert entry["val_accuracy"] == r.glue

@@ -7,10 +7,13 @@ read any file in that layout. This module writes and reads it; plain JSON, no ex
 
 What is written:
 
-* ``zc_flexibert.json`` - tasks ``glue`` and the 8 GLUE tasks; ``arch_str`` is the
-  canonical arch string (491 distinct archs; a repeated arch carries its lowest id's
-  proxies and result, as ``bench.query`` does); ``val_accuracy`` is that task's dev
-  score (x100) and ``id`` the benchmark id;
+* ``zc_flexibert.json`` - tasks ``glue`` and the 8 GLUE tasks; ``arch_str`` is
+  :func:`arch_key` of the arch, ``str()`` of a tuple of its fields, the form NASLib
+  writes its own keys in (``str(spec_tuple)``) and reads them back with
+  ``[eval(arch) for arch in zc_api.keys()]`` (automl/NASLib ``naslib/runners/zc/runner.py``
+  line 32; :func:`arch_of_key` is the inverse); the 491 distinct archs, a repeated arch
+  carrying its lowest id's proxies and result, as ``bench.query`` does; ``val_accuracy``
+  is that task's dev score (x100) and ``id`` the benchmark id;
 * ``zc_nasbench_nlp.json`` - tasks ``ptb`` (8,794 runs) and ``wikitext2`` (the runs
   that did not diverge and whose recipe id has PTB proxies); ``arch_str`` is the recipe
   id; ``val_accuracy`` is ``100 - test loss``, NASLib's convention for NAS-Bench-NLP
@@ -20,10 +23,14 @@ Proxy names carry their semantics and their provenance after an ``@``
 (:mod:`nasbench_bert.semantics`), so a stored and a live value never share a key:
 
 * ``<name>@authors:release`` - the release's stored values (computed by the authors'
-  code and model; their ``time`` is null: the release recorded none);
+  code and model; their ``time`` is null: the release recorded no proxy's computation
+  time - its ``time_to_train`` is the training time, a different quantity);
 * ``<name>@<semantics>:live`` - values from :func:`nasbench_bert.proxies.compute`, with
-  the frame's ``semantics`` column; their ``time`` is the arch's measured seconds for
-  all its proxies together (they are computed in one pass). Timing, layer and
+  the frame's ``semantics`` column; their ``time`` is NAS-Bench-Suite-Zero's: the
+  seconds this proxy took on this arch, the frame's ``<name>__seconds`` (its own
+  computation on the arch's model pass; the pass itself is shared by the proxies computed
+  with it and is the frame's ``seconds_pass``). A frame without per-proxy timings gives
+  each proxy the arch's ``seconds`` (all its proxies together). Timing, layer and
   bookkeeping columns of the frame are never written as proxies.
 
 Non-finite scores are written as null. A live frame is refused, never trimmed, when a
@@ -33,6 +40,7 @@ non-numeric proxy column, or the same arch twice with different values.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import os
@@ -45,7 +53,8 @@ import pandas as pd
 from ..atomic import atomic_path
 from ..data.tables import FLEXIBERT_PROXY_COLUMNS, GLUE_TASKS, NLP_PROXY_COLUMNS
 from ..checks import check_bench, check_names
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArchitectureError, InvalidArgumentError
+from ..spaces import Arch, Layer
 from ..vocabulary import BenchmarkLike
 
 FILES = {"flexibert": "zc_flexibert.json", "nlp": "zc_nasbench_nlp.json"}
@@ -65,6 +74,33 @@ def stored_key(name: str) -> str:
 def live_key(name: str, semantics: str) -> str:
     """The file's key of a live value of proxy ``name`` under ``semantics``."""
     return f"{name}@{semantics}:live"
+
+
+def arch_key(arch: Arch | str) -> str:
+    """The key of ``arch`` in ``zc_flexibert.json``: ``str()`` of the tuple
+    ``(hidden_size, ((operation_type, operation_parameter, num_operation_heads,
+    feed_forward_dimension, num_feed_forward), ...))``, one inner tuple per layer, e.g.
+    ``"(128, (('SA', 'SDP', 2, 512, 1), ('LT', 'DFT', 2, 512, 1)))"``.
+
+    Why this form: NAS-Bench-Suite-Zero's runners build their arch list with
+    ``eval(key)`` and look archs up by ``str(spec_tuple)``, so a key must be the ``str``
+    of a Python literal that ``str`` gives back unchanged; the canonical arch string
+    (``"128/SA-SDP-h2-512x1/..."``) is not a literal."""
+    a = Arch.coerce(arch)
+    return str((a.hidden_size, tuple((la.operation_type, la.operation_parameter, la.num_operation_heads,
+                                      la.feed_forward_dimension, la.num_feed_forward) for la in a.layers)))
+
+
+def arch_of_key(key: str) -> Arch:
+    """The arch a ``zc_flexibert.json`` key names (the inverse of :func:`arch_key`),
+    read with :func:`ast.literal_eval`, never ``eval``."""
+    try:
+        hidden, layers = ast.literal_eval(key) if isinstance(key, str) else (None, None)
+        return Arch(hidden, tuple(Layer(*la) for la in layers))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, InvalidArchitectureError) as e:
+        raise InvalidArgumentError(f"key = {key!r} is not a zc_flexibert.json key ({type(e).__name__}); allowed: "
+                                   "str((hidden_size, ((operation_type, operation_parameter, num_operation_heads, "
+                                   "feed_forward_dimension, num_feed_forward), ...))), as arch_key writes it") from None
 
 
 def _num(v: Any) -> float | None:
@@ -119,7 +155,6 @@ def _live_entries(name: str, frame: pd.DataFrame, key_of: Any) -> dict[str, dict
     for _, r in frame.iterrows():
         if isinstance(r.get("error"), str) and r.get("error"):
             continue
-        t = _num(r.get("seconds"))
         sem = get_semantics(r["semantics"]).name
         targets = key_of(r)
         if not targets:
@@ -127,6 +162,7 @@ def _live_entries(name: str, frame: pd.DataFrame, key_of: Any) -> dict[str, dict
         for arch_str in targets:
             d = out.setdefault(arch_str, {})
             for c in cols:
+                t = _num(r.get(f"{c}__seconds", r.get("seconds")))  # this proxy's seconds; else the arch's
                 k, v = live_key(c, sem), {"score": _num(r[c]), "time": t}
                 if k in d and d[k]["score"] != v["score"]:
                     raise InvalidArgumentError(f"{name}: arch {arch_str} appears twice under semantics {sem!r} with "
@@ -148,8 +184,8 @@ def _flexibert(bench: BenchmarkLike, live: pd.DataFrame | None, tasks: Iterable[
         stored["activation_distance_dedup"] = stored["activation_distance"] / stored["activation_distance_hook_multiplicity"]
         names.append("activation_distance_dedup")
     first = flex.sort_values("id").drop_duplicates("arch", keep="first")
-    known = set(first["arch"].astype(str))
-    live_by = _live_entries("live", live, lambda r: [str(r["arch"])] if str(r["arch"]) in known else []) \
+    keys = {a: arch_key(a) for a in first["arch"].astype(str)}  # canonical string -> the file's key
+    live_by = _live_entries("live", live, lambda r: [keys[str(r["arch"])]] if str(r["arch"]) in keys else []) \
         if live is not None else {}
     ids = first["id"].to_numpy()
     scores = {n: [_num(v) for v in stored.loc[ids, n].to_numpy()] for n in names}
@@ -158,8 +194,8 @@ def _flexibert(bench: BenchmarkLike, live: pd.DataFrame | None, tasks: Iterable[
         e: dict[str, Any] = {"id": int(i)}
         for n in names:
             e[stored_key(n)] = {"score": scores[n][j], "time": None}
-        e.update(live_by.get(arch, {}))
-        proxies[arch] = e
+        e.update(live_by.get(keys[arch], {}))
+        proxies[keys[arch]] = e
     data: dict[str, Any] = {}
     for task in tasks:
         data[task] = {arch: {**e, "val_accuracy": _num(v)} for (arch, e), v in zip(proxies.items(), first[task])}
