@@ -186,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     import pyarrow.parquet as pq
 
+    from nasbench_bert import __version__
     from nasbench_bert import hardware as hw
     from nasbench_bert.atomic import atomic_path
     from nasbench_bert.data.resolve import release_source
@@ -216,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
             "executor": a.executor, "models_measured": int(df.drop_duplicates(["semantics", "model_key"]).shape[0]),
             "measure_seconds": measure_seconds, "date": dt.date.today().isoformat(),
             "noise": {"archs": len(chosen), "passes": a.noise_passes, "summary": summary},
-            "licence": "CC BY 4.0 (measurements by nasbench-bert)"}
+            "licence": "CC BY 4.0 (measurements by nasbench-bert)", "package_version": __version__}
     out = Path(a.out) if a.out else hardware_dir()
     out.mkdir(parents=True, exist_ok=True)
     with atomic_path(out / TABLE_FILE) as tmp:

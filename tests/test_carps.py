@@ -31,6 +31,7 @@ if os.environ.get("NASBENCH_BERT_REQUIRE_CARPS"):
 else:
     pytest.importorskip("carps")
 
+import nasbench_bert  # noqa: E402
 from nasbench_bert.errors import InvalidArgumentError  # noqa: E402
 from nasbench_bert.integrations import carps as nb_carps  # noqa: E402
 from nasbench_bert.integrations.configspace import as_cost  # noqa: E402
@@ -110,6 +111,7 @@ def test_run_finished_and_values_are_the_tables(carps_runs: Path, carps_bench: A
     objectives = nb_carps.TASKS[task]["objectives"]
     for t in trials:
         info, cost = t["trial_value"]["additional_info"], t["trial_value"]["cost"]
+        assert info["nasbench_bert_version"] == nasbench_bert.__version__  # CARP-S's log says who answered
         if task in MULTI_FIDELITY:
             steps, what = MULTI_FIDELITY[task]
             budget = t["trial_info"]["budget"]

@@ -6,8 +6,10 @@
   in a venv of its own, runs ``cffconvert --validate`` there and runs this module with
   ``$NASBENCH_BERT_CFF_SCHEMA`` pointing at that schema, where the test cannot skip.
   Elsewhere the test uses cffconvert when it is importable and skips, saying so, otherwise.
-* One version: ``pyproject.toml``'s, ``CITATION.cff``'s and the newest released section of
-  ``CHANGELOG.md`` (and its date is the citation's ``date-released``).
+* One version: ``pyproject.toml``'s, ``nasbench_bert.__version__`` and ``CITATION.cff``'s.
+  A release (``X.Y.Z``) is the newest released section of ``CHANGELOG.md``, whose date is the
+  citation's ``date-released``; main between releases (``X.Y.Z.devN``) is above the newest
+  released section and has no ``date-released``.
 * ``CHANGELOG.md`` keeps the Keep a Changelog 1.1.0 shape, with a data release per version.
 * The README's BibTeX ("How to cite") holds the package's entry and one entry per
   ``references`` item of ``CITATION.cff``, with the same titles, authors, years and venues.
@@ -158,14 +160,57 @@ def test_citation_cff_names_the_package_licence_and_the_papers():
 
 # -- one version ------------------------------------------------------------------------------
 
-def test_one_version_in_pyproject_citation_and_changelog():
-    sections = _changelog_sections()
-    released = [(v, d) for v, d, _ in sections if v != "Unreleased"]
-    assert released, "CHANGELOG.md has no released version"
+def _package_version() -> str:
+    text = (ROOT / "nasbench_bert" / "__init__.py").read_text(encoding="utf-8")
+    return re.search(r'^__version__ = "([^"]+)"$', text, re.M).group(1)
+
+
+def _version_problems(version: str, cff: dict, released: list[tuple[str, str]]) -> list[str]:
+    """What is wrong with ``version`` against the citation and the released changelog
+    sections (newest first): a release must be the newest section, dated as the citation;
+    a ``.devN`` version (main between releases) must lie above the newest release and carry
+    no release date. Empty when all is well."""
+    m = re.fullmatch(r"(\d+\.\d+\.\d+)(?:\.dev(\d+))?", version)
+    if m is None:
+        return [f"version {version!r} is neither X.Y.Z (a release) nor X.Y.Z.devN (main between releases)"]
+    if not released:
+        return ["CHANGELOG.md has no released version"]
     newest, date = released[0]
-    cff = _citation()
-    assert _pyproject_version() == str(cff["version"]) == newest
-    assert str(cff["date-released"]) == date
+    problems = [] if str(cff.get("version")) == version else [f"CITATION.cff version {cff.get('version')!r} != {version!r}"]
+    if m.group(2) is None:
+        if version != newest:
+            problems.append(f"release {version} is not the newest released section of CHANGELOG.md ({newest})")
+        if str(cff.get("date-released")) != date:
+            problems.append(f"CITATION.cff date-released {cff.get('date-released')!r} != {newest}'s date {date}")
+    else:
+        if _version_key(m.group(1)) <= _version_key(newest):
+            problems.append(f"{version} is not above the newest release {newest}: main would look older than it")
+        if "date-released" in cff:
+            problems.append(f"{version} is unreleased, but CITATION.cff has date-released {cff['date-released']!r}")
+    return problems
+
+
+def test_one_version_in_pyproject_package_citation_and_changelog():
+    released = [(v, d) for v, d, _ in _changelog_sections() if v != "Unreleased"]
+    version = _pyproject_version()
+    assert _package_version() == version, "nasbench_bert.__version__ differs from pyproject.toml"
+    assert _version_problems(version, _citation(), released) == []
+
+
+def test_the_version_check_can_fail():
+    """Each rule above refuses a broken combination (main built as the last release, as
+    0.2.0 did while reading data release 2; a dev version below the release; a release date
+    on an unreleased version; a release missing from the changelog)."""
+    released = [("0.2.0", "2026-11-25"), ("0.1.0", "2026-11-23")]
+    dev = {"version": "0.3.0.dev0"}
+    assert _version_problems("0.3.0.dev0", dev, released) == []
+    assert _version_problems("0.2.0", {"version": "0.2.0", "date-released": "2026-11-25"}, released) == []
+    assert _version_problems("0.2.0.dev0", {"version": "0.2.0.dev0"}, released)
+    assert _version_problems("0.3.0.dev0", {**dev, "date-released": "2026-11-25"}, released)
+    assert _version_problems("0.3.0", {"version": "0.3.0", "date-released": "2026-11-27"}, released)
+    assert _version_problems("0.3.0.dev0", {"version": "0.2.0"}, released)
+    assert _version_problems("0.3", {"version": "0.3"}, released)
+    assert _version_problems("0.3.0rc1", {"version": "0.3.0rc1"}, released)
 
 
 def test_readme_install_lines_name_the_current_wheel():
@@ -218,7 +263,11 @@ def test_readme_bibtex_matches_citation_cff():
     assert package is not None, "README: no BibTeX entry for the package (Cite this package)"
     assert package["type"] == "software"
     assert package["version"] == str(cff["version"])
-    assert package["year"] == str(cff["date-released"])[:4]
+    if "date-released" in cff:  # a release: its year
+        assert package["year"] == str(cff["date-released"])[:4]
+    else:  # main between releases: the year of the snapshot, not before the newest release
+        newest_date = next(d for v, d, _ in _changelog_sections() if v != "Unreleased")
+        assert re.fullmatch(r"\d{4}", package["year"]) and package["year"] >= newest_date[:4]
     assert package["license"] == cff["license"]
     assert _norm(package["author"]) == _norm(cff["authors"][0]["name"])
 

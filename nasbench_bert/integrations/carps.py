@@ -33,7 +33,8 @@ a trial's ``budget`` is answered at the last table fidelity it reaches.
 ``bench.objectives`` gives (:func:`~.configspace.as_cost`: GLUE, which is maximised,
 becomes -GLUE; parameters and test loss are minimised as they are). Every trial's
 ``TrialValue.additional_info`` carries the raw values and the arch (or recipe) that
-answered, so a CARP-S log can be checked against ``bench.query``.
+answered, so a CARP-S log can be checked against ``bench.query``, and
+``nasbench_bert_version``: the package version that answered (:meth:`_Base.__init_subclass__`).
 
 **Why a categorical space for the tabular tasks.** FlexiBERT-500 holds 491 distinct
 archs of a 10.6M-arch space. The structured space (30 conditional hyperparameters, as
@@ -57,6 +58,8 @@ This module imports carps; nothing below :mod:`nasbench_bert.integrations` impor
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import time
 from pathlib import Path
@@ -195,9 +198,35 @@ def logged_space(bench: BenchmarkLike, dataset: str, seed: int = 0) -> Configura
                               space=[Categorical(RECIPE_HP, logged_recipe_ids(bench, dataset))])
 
 
+def _stamping(evaluate: Any) -> Any:
+    """``evaluate`` (a ``_evaluate`` method) whose ``TrialValue`` gains the package version."""
+    from .. import __version__
+
+    @functools.wraps(evaluate)
+    def stamped(self: Any, trial_info: TrialInfo) -> TrialValue:
+        value = evaluate(self, trial_info)
+        return dataclasses.replace(value, additional_info={**value.additional_info, "nasbench_bert_version": __version__})
+
+    stamped._stamps_version = True  # type: ignore[attr-defined]
+    return stamped
+
+
 class _Base(ObjectiveFunction):
     """The parts every objective function here shares: the seeded space, the objectives'
-    metadata (``bench.objectives``) and the cost in each objective's direction."""
+    metadata (``bench.objectives``), the cost in each objective's direction, and the
+    version stamp of every answer."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Wrap the ``_evaluate`` a subclass defines so that every ``TrialValue`` it returns
+        carries ``additional_info["nasbench_bert_version"]``. Why here: CARP-S's
+        ``evaluate`` hands what ``_evaluate`` returns straight to its loggers, so this is
+        the one place where a run's logs learn which nasbench-bert answered (a value can
+        change between versions: a rebuilt table, another surrogate), for every task,
+        including those defined later."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("_evaluate")
+        if own is not None and not getattr(own, "_stamps_version", False):
+            cls._evaluate = _stamping(own)  # type: ignore[method-assign]
 
     def __init__(self, objectives: Sequence[str], meta: Mapping[str, Any], space: ConfigurationSpace,
                  loggers: list[Any] | None) -> None:

@@ -58,6 +58,10 @@ from ..spaces import Arch, Layer
 from ..vocabulary import BenchmarkLike
 
 FILES = {"flexibert": "zc_flexibert.json", "nlp": "zc_nasbench_nlp.json"}
+#: the top-level key that says which nasbench-bert wrote a file (``{"provenance":
+#: {"nasbench_bert_version": ..., "generated_by": ...}}``): not a task - NAS-Bench-Suite-Zero's
+#: loader keeps ``data[dataset]`` only, and :func:`read_naszero` skips it
+STAMP = "_nasbench_bert"
 STORED_SEMANTICS = "authors"
 #: the suffix of the release's stored values; live values end in ``:live``
 STORED_SUFFIX = f"@{STORED_SEMANTICS}:release"
@@ -269,8 +273,11 @@ def export_naszero(bench: BenchmarkLike, out_dir: str | os.PathLike[str], *, liv
     out.mkdir(parents=True, exist_ok=True)
     written = []
     builders = {"flexibert": lambda: _flexibert(bench, live, tasks), "nlp": lambda: _nlp(bench, live_nlp)}
+    from .. import __version__
+
     for space in spaces:
         data = builders[space]()
+        data[STAMP] = {"provenance": {"nasbench_bert_version": __version__, "generated_by": f"nasbench-bert {__version__}"}}
         path = out / FILES[space]
         with atomic_path(path) as tmp:
             Path(tmp).write_text(json.dumps(data, allow_nan=False), encoding="utf-8")
@@ -301,6 +308,8 @@ def read_naszero(path: str | os.PathLike[str]) -> pd.DataFrame:
         raise InvalidArgumentError(f"path = {str(path)!r} is not a NAS-Bench-Suite-Zero file: its layout is not {layout}")
     rows = []
     for task, archs in data.items():
+        if task == STAMP:  # which nasbench-bert wrote the file, not a task
+            continue
         for arch, entry in archs.items():
             r: dict[str, Any] = {"task": task, "arch": arch, "val_accuracy": entry.get("val_accuracy")}
             if "id" in entry:
