@@ -340,6 +340,19 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
         out.insert(0, "distance", d[order])
         return out
 
+    # -- proxy values (data.proxy_values) ---------------------------------------------------
+    def proxy_values(self, semantics: SemanticsLike = "as_trained", proxies: Sequence[str] | str | None = None
+                     ) -> pd.DataFrame:
+        """Every zero-cost proxy the package ships, precomputed for the 500 ids under
+        ``semantics`` (a DataFrame indexed by id, one column per proxy; ``proxies``
+        selects columns). Provenance (package version and commit, torch, device, dtype,
+        batch, seed, machine, each proxy's definition version) is in ``.attrs``. The
+        values are the pinned table of the data release
+        (:mod:`nasbench_bert.data.proxy_values`): no model is built, no torch needed."""
+        from ..data.proxy_values import read_proxy_values
+
+        return read_proxy_values(self.data, TABLE, semantics, proxies)
+
     # -- hardware (.measured) ----------------------------------------------------------------
     def hardware(self, semantics: SemanticsLike | None = None) -> pd.DataFrame:
         """The measured hardware table (:mod:`nasbench_bert.hardware`): one row per arch id

@@ -33,6 +33,8 @@ from ..sizes import PTB_VOCAB, flexibert_num_params, nlp_num_params
 from ..spaces.flexibert import Arch
 from ..spaces.nlp import recipe_hash
 from .nlp_logs import PTB_LOGS, PTB_LOGS_TABLE, find_ptb_logs, nlp_logs_table, ptb_logs_table, read_logs
+from .proxy_values import TABLE as PROXY_VALUES
+from .proxy_values import for_build as proxy_values_for_build
 from .tables import (
     FLEXIBERT_PROXY_COLUMNS,
     GLUE_TASKS,
@@ -87,6 +89,7 @@ NULLABLE: dict[str, tuple[str, ...]] = {
     "flexibert": ("l2_", "l3_"),
     "nlp_ptb": ("recipe", "g2v_"),
     "nlp_wikitext2": ("g2v_",),
+    "proxy_values": ("",),  # each row fills its own benchmark's key and proxies only
     PTB_LOGS_TABLE: ("g2v_",),
 }
 _FIX = ("fetch the release files again (`nasbench-bert build-data --release github --force`), or build from a "
@@ -446,6 +449,7 @@ def build_tables(
     source: str | os.PathLike[str], out: str | os.PathLike[str], *, progress: bool = True,
     allow_modified: bool = False, hardware: str | os.PathLike[str] | None | Literal[False] = None,
     ptb_logs: str | os.PathLike[str] | None = None,
+    proxy_values: str | os.PathLike[str] | None | Literal[False] = None,
 ) -> Path:
     """Build all tables from the release at ``source`` into the data dir ``out``.
 
@@ -465,6 +469,12 @@ def build_tables(
     the tables are built without it - unless ``hardware`` was given: a folder asked for
     by name that holds no measurement raises :class:`DataNotFoundError` before any work.
     ``hardware=False`` builds without a measurement whatever is there.
+
+    ``proxy_values``: the proxy-values table to include (a file written by
+    ``nasbench-bert build-proxy-values --out``); by default the pinned table shipped with
+    the package, when this install has one (:mod:`nasbench_bert.data.proxy_values`);
+    ``False``: none. A table built by another package version or for another arch list
+    is refused before anything is written.
 
     ``ptb_logs``: NAS-Bench-NLP's PTB training logs archive (:mod:`.nlp_logs`; default: the
     file at ``nas-bench-nlp/train_logs_single_run/logs.zip`` in the release folder, when
@@ -500,10 +510,15 @@ def build_tables(
             measured = None if hardware is False else measured_hardware(hardware)
             if measured is not None:
                 tables["flexibert_hardware"] = flexibert_hardware_table(tables["flexibert"], measured[0])
+            pinned = proxy_values_for_build(tables["flexibert"], proxy_values)  # the package's pinned proxy values
+            if pinned is not None:
+                tables[PROXY_VALUES] = pinned[0]
             _check_tables(tables, strict_rows=not modified)
             hook = _interrupt_hook()
             extra: dict[str, Any] = {"builder": "nasbench_bert.data.release", "licences": {
                 "flexibert*": "CC BY 4.0", "nlp_*": "Apache-2.0 (NAS-Bench-NLP); proxy columns CC BY 4.0"}}
+            if pinned is not None:
+                extra[PROXY_VALUES] = pinned[1]
             if measured is not None:
                 _, hw_meta, hw_sha = measured
                 extra["hardware"] = {"machine": hw_meta["machine"], "settings": hw_meta.get("settings"),

@@ -45,13 +45,23 @@ TABLES: dict[str, str] = {
     "flexibert_hardware": "measured by nasbench-bert: CPU latency (batch 1 and 32, sequence 128), peak memory and FLOPs per arch id and semantics; machine in the manifest",
     "nlp_ptb": "NAS-Bench-NLP on Penn Treebank: final test loss, perplexity, bits per word, parameters, stored proxies, graph2vec",
     "nlp_wikitext2": "NAS-Bench-NLP on WikiText-2: every training log with recipe, hyper-parameters and per-epoch curves",
+    "proxy_values": "computed by nasbench-bert: every zero-cost proxy it ships, per arch (FlexiBERT id, NAS-Bench-NLP recipe) and semantics; provenance in the manifest",
     "nlp_ptb_logs": "NAS-Bench-NLP on Penn Treebank: the training logs (train_logs_single_run), per-epoch curves as in nlp_wikitext2; built only when build-data is given them",
 }
 
 #: tables a data folder may lack: the package's own measurements, which are not built from
 #: the release (``python -m nasbench_bert.builders.hardware`` measures them); a build
 #: includes them when a measurement is found (:func:`nasbench_bert.data.release.build_tables`)
-OPTIONAL_TABLES: frozenset[str] = frozenset({"flexibert_hardware", "nlp_ptb_logs"})
+OPTIONAL_TABLES: frozenset[str] = frozenset({"flexibert_hardware", "proxy_values", "nlp_ptb_logs"})
+#: how each optional table is made, for the message of a folder that lacks it
+OPTIONAL_HOW: dict[str, str] = {
+    "flexibert_hardware": "Measure it with `python -m nasbench_bert.builders.hardware`, then `nasbench-bert build-data "
+                          "--force --out {root}`",
+    "proxy_values": "Build it with `nasbench-bert build-proxy-values --data {root}`, or `nasbench-bert build-data --force "
+                    "--out {root}`, which copies the pinned table",
+    "nlp_ptb_logs": "Build it from NAS-Bench-NLP's PTB logs archive with `nasbench-bert build-data --force --ptb-logs "
+                    "ZIP --out {root}`",
+}
 
 GLUE_TASKS: tuple[str, ...] = ("cola", "mnli", "mrpc", "qnli", "qqp", "rte", "sst2", "stsb")
 #: the release's task keys -> the GLUE names used here
@@ -215,8 +225,7 @@ class DataDir:
             raise InvalidArgumentError(f"table = {name!r} is not allowed; allowed values: {sorted(TABLES)}")
         if name not in self.manifest["tables"]:
             raise DataNotFoundError(f"table {name!r} is not in {self.path}: it is the package's own measurement, not "
-                                    "built from the release. Measure it with `python -m nasbench_bert.builders.hardware`, "
-                                    f"then `nasbench-bert build-data --force --out {self.path.parent}`")
+                                    "built from the release. " + OPTIONAL_HOW[name].format(root=self.path.parent))
         return self.path / self.manifest["tables"][name]["file"]
 
     def table(self, name: str) -> pa.Table:
