@@ -16,6 +16,12 @@ They are build output, never committed: a measurement belongs to its machine.
 ``flexibert_hardware`` table with the machine in the manifest; ``query`` results then
 carry the figures. Measured models are cached one part each under ``--cache``: an
 interrupted build resumes. See :mod:`nasbench_bert.hardware` for what each figure means.
+
+``--device cuda`` measures on a GPU instead (CUDA events, ``max_memory_allocated``: see
+:mod:`nasbench_bert.hardware_gpu`) into ``flexibert_hardware_gpu.parquet`` / ``.json``,
+a table of its own with the GPU's objectives (``latency_gpu_b1_ms``, ...) and name, never
+joined into the CPU table; it writes no docs page (the GPU figures of the docs come from
+``bench/device_check.py``'s figures JSON, ``studies/device_figures.py``).
 """
 
 from __future__ import annotations
@@ -31,12 +37,21 @@ import pyarrow as pa
 
 TABLE_FILE = "flexibert_hardware.parquet"
 META_FILE = "flexibert_hardware.json"
+#: the GPU measurement's files (``--device cuda``): a table of its own, never the CPU's
+GPU_TABLE_FILE = "flexibert_hardware_gpu.parquet"
+GPU_META_FILE = "flexibert_hardware_gpu.json"
+#: the figures of the run-to-run noise study (on a GPU: their ``_gpu_`` columns)
+_NOISE_FIGURES = ("latency_b1_ms", "latency_b32_ms", "peak_memory_b1_mib", "peak_memory_b32_mib", "flops_per_seq")
+#: integer columns of either table (the rest are float64, the GPU's name a string)
+_INT_COLUMNS = ("flops_per_seq", "num_params", "threads")
 
 
-def to_table(df: pd.DataFrame) -> pa.Table:
-    """The measured sweep (``hardware.measure_many`` over ids) as the measurement table."""
+def to_table(df: pd.DataFrame, gpu: bool = False) -> pa.Table:
+    """The measured sweep (``hardware.measure_many`` over ids) as the measurement table
+    (``gpu``: the GPU sweep's columns)."""
     from nasbench_bert.data.release import arch_sha
     from nasbench_bert.hardware import HARDWARE_COLUMNS
+    from nasbench_bert.hardware_gpu import HARDWARE_GPU_COLUMNS
 
     bad = df[df["error"].notna()]
     if len(bad):
@@ -44,8 +59,8 @@ def to_table(df: pd.DataFrame) -> pa.Table:
     out = pd.DataFrame({"arch_id": df["id"].astype("int32"), "arch_sha": [arch_sha(a) for a in df["arch"]],
                         "semantics": df["semantics"].astype(str), "model_key": df["model_key"].astype(str),
                         "shared": df["shared"].astype(bool)})
-    for c in HARDWARE_COLUMNS:
-        out[c] = df[c].astype("int64" if c in ("flops_per_seq", "num_params", "threads") else "float64")
+    for c in ([*HARDWARE_GPU_COLUMNS, "threads", "device"] if gpu else HARDWARE_COLUMNS):
+        out[c] = df[c].astype(str) if c in ("gpu", "device") else df[c].astype("int64" if c in _INT_COLUMNS else "float64")
     out["settings"] = df["settings"].astype(str)
     out = out.sort_values(["arch_id", "semantics"], kind="stable").reset_index(drop=True)
     t = pa.Table.from_pandas(out, preserve_index=False).replace_schema_metadata(None)
@@ -162,8 +177,9 @@ def render(df: pa.Table, meta: dict[str, Any], glue: pd.Series | None = None, sh
         lines.append(f"| `{r['semantics']}` | {r['figure']} | {100 * r['median_cv']:.2f} % | {100 * r['max_cv']:.2f} % | "
                      f"{r['max_ratio']:.3f} |")
     lines += ["", "Peak memory and FLOPs are deterministic (same model, same input shapes); latency is not. Differences "
-              "in latency smaller than the max CV between two archs are within noise. GPU latency is not measured: "
-              "no GPU was available to this build, and the measurement code is CPU-only.", ""]
+              "in latency smaller than the max CV between two archs are within noise. This is the CPU's table; "
+              "a GPU's (`--device cuda`: CUDA events, `max_memory_allocated`) is a table of its own, unmeasured here: no "
+              "GPU was available to this build.", ""]
     return "\n".join(lines)
 
 
@@ -183,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--docs", default="docs/hardware.md", help="the generated docs page")
     ap.add_argument("--ids", default=None, help="a subset of ids, e.g. 0-9 (default: all 500)")
     ap.add_argument("--release", default=None, help="release files (default: $NASBENCH_BERT_RELEASE, else the pinned GitHub commits)")
+    ap.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:<i> or auto: a GPU writes the GPU table "
+                    f"({GPU_TABLE_FILE}) and no docs page")
     a = ap.parse_args(argv)
     import pyarrow.parquet as pq
 
@@ -195,35 +213,46 @@ def main(argv: list[str] | None = None) -> int:
     from nasbench_bert.data.tables import sha256_file
     from nasbench_bert.semantics import get_semantics
 
+    from nasbench_bert.devices import check_device, is_cuda
+
+    device = check_device(a.device, executor=a.executor, name="--device")
+    gpu = is_cuda(device)
     sems = hw.ALL_SEMANTICS if a.semantics == "all" else tuple(get_semantics(x).name for x in a.semantics.split(","))
-    settings = hw.MeasureSettings(repeats=(3, 1), warmup=(1, 1)) if a.quick else hw.MeasureSettings()
+    settings = (hw.MeasureSettings(repeats=(3, 1), warmup=(1, 1)) if a.quick else
+                hw.GPU_SETTINGS if gpu else hw.MeasureSettings())
     archs = release_archs(a.release or release_source())
     if a.ids:
         lo, _, hi = a.ids.partition("-")
         archs = archs[archs["id"].between(int(lo), int(hi or lo))]
     df = hw.measure_many(list(archs["arch"]), sems, settings=settings, cache=a.cache, jobs=a.jobs, executor=a.executor,
-                         ray_address=a.ray_address, progress=True)
+                         ray_address=a.ray_address, progress=True, device=device)
     df["id"] = [i for i in archs["id"] for _ in sems]  # rows come arch by arch, semantics by semantics
     # process time summed over the distinct models (a resumed sweep has no single wall time)
     measure_seconds = float(df.drop_duplicates(["semantics", "model_key"])["seconds"].sum())
-    table = to_table(df)
+    table = to_table(df, gpu)
     summary = []
     chosen = noise_archs(archs, a.noise_archs)
     for sem in sems:
-        nd = hw.noise(chosen, sem, passes=a.noise_passes, settings=settings, jobs=a.jobs)
-        for r in hw.noise_summary(nd).to_dict(orient="records"):
+        nd = hw.noise(chosen, sem, passes=a.noise_passes, settings=settings, jobs=a.jobs, device=device)
+        figures = [c.replace("_b", "_gpu_b", 1) if gpu and c != "flops_per_seq" else c for c in _NOISE_FIGURES]
+        for r in hw.noise_summary(nd, figures).to_dict(orient="records"):
             summary.append({"semantics": sem, **r})
-    meta = {"machine": hw.machine(), "settings": json.loads(table.column("settings")[0].as_py()), "jobs": a.jobs,
+    meta = {"machine": hw.machine(device), "settings": json.loads(table.column("settings")[0].as_py()), "jobs": a.jobs,
             "executor": a.executor, "models_measured": int(df.drop_duplicates(["semantics", "model_key"]).shape[0]),
             "measure_seconds": measure_seconds, "date": dt.date.today().isoformat(),
             "noise": {"archs": len(chosen), "passes": a.noise_passes, "summary": summary},
             "licence": "CC BY 4.0 (measurements by nasbench-bert)", "package_version": __version__}
     out = Path(a.out) if a.out else hardware_dir()
     out.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out / TABLE_FILE) as tmp:
+    table_file, meta_file = (GPU_TABLE_FILE, GPU_META_FILE) if gpu else (TABLE_FILE, META_FILE)
+    with atomic_path(out / table_file) as tmp:
         pq.write_table(table, tmp, compression="zstd")
-    with atomic_path(out / META_FILE) as tmp:
+    with atomic_path(out / meta_file) as tmp:
         Path(tmp).write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    if gpu:  # its own table; the docs' GPU figures come from bench/device_check.py
+        print(f"wrote {out / table_file} ({table.num_rows} rows, {meta['machine']['gpu']}); it is not joined into "
+              f"the CPU table")
+        return 0
     md = render(table, meta, archs.set_index("id")["glue"], sha256_file(out / TABLE_FILE))
     if a.docs:
         with atomic_path(Path(a.docs)) as tmp:

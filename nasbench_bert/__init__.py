@@ -11,8 +11,8 @@ The layers, bottom up (each imports only from those below it; no import runs bac
   :mod:`~nasbench_bert.progress` - the error hierarchy, atomic writes, the typed vocabulary
   (closed sets, the ``BenchmarkLike`` protocol), progress display;
 * :mod:`~nasbench_bert.checks` - argument validators (one per concept);
-* :mod:`~nasbench_bert.spaces`, :mod:`~nasbench_bert.executors`, :mod:`~nasbench_bert.metrics` -
-  search spaces, where sweeps run, rank metrics;
+* :mod:`~nasbench_bert.spaces`, :mod:`~nasbench_bert.executors`, :mod:`~nasbench_bert.devices`,
+  :mod:`~nasbench_bert.metrics` - search spaces, where sweeps run and on which device, rank metrics;
 * :mod:`~nasbench_bert.semantics`, then :mod:`~nasbench_bert.sizes` - what model an arch
   string means, analytic parameter and FLOP counts; beside them :mod:`~nasbench_bert.sweep`,
   the one resumable-sweep engine (typed tasks, a verifying part cache, the executors);

@@ -387,6 +387,7 @@ def cmd_proxies_compute(args: argparse.Namespace) -> None:
     if args.cache is not None:
         _writable(Path(args.cache), "--cache")
     slurm = slurm_resources(args)
+    device = _device(args, slurm)
     from . import proxies
 
     bench = _bench(args)
@@ -404,7 +405,7 @@ def cmd_proxies_compute(args: argparse.Namespace) -> None:
     names = args.proxies.split(",") if "," in args.proxies else args.proxies
     df = proxies.compute(items, names, semantics=args.semantics, seed=args.seed, batch=batch, space=args.space, dtype=args.dtype,
                          bench=bench, cache=args.cache, jobs=args.jobs, progress=not args.quiet,
-                         executor=args.executor, ray_address=args.ray_address, slurm=slurm)
+                         executor=args.executor, ray_address=args.ray_address, slurm=slurm, device=device)
     _write_frame(df, Path(args.out))
     console.print(f"wrote {len(df)} rows ({int(df.error.notna().sum())} errors, {int(df.cached.sum())} from cache) to {args.out}")
 
@@ -436,6 +437,7 @@ def cmd_hardware(args: argparse.Namespace) -> None:
     if args.cache is not None:
         _writable(Path(args.cache), "--cache")
     slurm = slurm_resources(args)
+    device = _device(args, slurm)
     from . import hardware
 
     bench = _bench(args)
@@ -448,10 +450,13 @@ def cmd_hardware(args: argparse.Namespace) -> None:
     else:
         items = _parse_ids(args.ids, len(bench))
     sems = hardware.ALL_SEMANTICS if _is_all(args.semantics) else tuple(args.semantics.split(","))
-    settings = hardware.MeasureSettings(threads=args.threads)
+    import dataclasses
+
+    base = hardware.GPU_SETTINGS if device != "cpu" else hardware.MeasureSettings()
+    settings = dataclasses.replace(base, threads=args.threads)
     df = hardware.measure_many(items, sems, settings=settings, bench=bench, cache=args.cache, jobs=args.jobs,
                                executor=args.executor, ray_address=args.ray_address, progress=not args.quiet,
-                               slurm=slurm)
+                               slurm=slurm, device=device)
     _write_frame(df, Path(args.out))
     console.print(f"wrote {len(df)} rows ({int(df.error.notna().sum())} errors, {int(df.cached.sum())} from cache, "
                   f"{int(df.shared.sum())} sharing another row's model) to {args.out}")
@@ -527,6 +532,7 @@ def cmd_proxies_evaluate(args: argparse.Namespace) -> None:
     # the output options before the seconds of importing torch and loading the benchmark
     check_report_dir(args.report, "--report", cache=args.cache, cache_name="--cache")
     slurm = slurm_resources(args)
+    device = _device(args, slurm)
     from .evaluation import BENCHMARKS, evaluate, nlp_runs
 
     if os.getcwd() not in sys.path:  # 'module:function' in the working folder, as 'python -m' would find it
@@ -548,7 +554,8 @@ def cmd_proxies_evaluate(args: argparse.Namespace) -> None:
                    executor=args.executor, ray_address=args.ray_address, slurm=slurm,
                    progress=not args.quiet, batch=batch or None, batches=args.batches, version=args.proxy_version,
                    refresh=args.refresh,
-                   seed=args.seed, dtype=args.dtype, bootstrap=args.bootstrap, bench=bench, report=args.report)
+                   seed=args.seed, dtype=args.dtype, bootstrap=args.bootstrap, bench=bench, report=args.report,
+                   device=device)
     if args.report is not None:
         err_console.print(f"wrote the report to {args.report}")
     text = _EVALUATION_FORMATS[fmt](res)
@@ -759,6 +766,7 @@ def _add_proxies_compute(psub: Any) -> None:
                     help="local processes, one Ray task per arch over a cluster, or a SLURM job array (resumable with --cache)")
     pc.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local instance)")
     add_slurm_arguments(pc)
+    _add_device_argument(pc)
     pc.add_argument("--sample", type=int, default=None, metavar="N",
                     help="N archs sampled from the whole 10.6M space (seeded by --seed) instead of benchmark ids")
     pc.add_argument("--out", required=True, help="result table (.parquet or .csv)")
@@ -808,6 +816,7 @@ def _add_proxies_evaluate(psub: Any) -> None:
                     help="this machine, one Ray task per model, or a SLURM job array")
     pv.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local instance)")
     add_slurm_arguments(pv)
+    _add_device_argument(pv)
     pv.add_argument("--batch-size", type=int, default=None, help="sequences per batch (FlexiBERT 8, NLP 10)")
     pv.add_argument("--seq-len", type=int, default=None, help="tokens per sequence (FlexiBERT 128, NLP 70)")
     pv.add_argument("--source", default=None, help="random (default), text:<path>, glue:<folder>, hf:<dataset>")
@@ -842,6 +851,20 @@ def _add_proxies_export(psub: Any) -> None:
     pe.set_defaults(fn=cmd_proxies_export)
 
 
+def _add_device_argument(p: Any) -> None:
+    """``--device`` of the commands that build models (proxies compute/evaluate, hardware)."""
+    p.add_argument("--device", default="cpu", help="where the models run: cpu (default), cuda, cuda:<i>, or auto (a GPU "
+                   "when CUDA is available); a value's device is recorded beside it and keys its cache part")
+
+
+def _device(args: argparse.Namespace, slurm: Any) -> str:
+    """``--device``, checked before anything is loaded (:mod:`nasbench_bert.devices`; the
+    message names the option through :func:`as_flags`)."""
+    from .devices import check_device
+
+    return check_device(args.device, executor=args.executor, slurm=slurm)
+
+
 def _add_hardware(sub: Any) -> None:
     """``hardware``: CPU latency, memory and FLOPs."""
     hw = sub.add_parser("hardware", help="measure CPU latency, peak memory and FLOPs (resumable with --cache)")
@@ -857,6 +880,7 @@ def _add_hardware(sub: Any) -> None:
                     help="this machine, one Ray task per model, or a SLURM job array")
     hw.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local instance)")
     add_slurm_arguments(hw)
+    _add_device_argument(hw)
     hw.add_argument("--out", required=True, help="result table (.parquet or .csv)")
     hw.set_defaults(fn=cmd_hardware)
 

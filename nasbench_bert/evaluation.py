@@ -60,6 +60,7 @@ import pandas as pd
 
 from .benchmark.flexibert import ensure_benchmark
 from .checks import check_bool, check_choice, check_int, check_names, check_seed
+from .devices import DEFAULT_DEVICE, check_device
 from .vocabulary import DTYPES, ROW_KINDS, SPACES, BenchmarkLike, RowKind
 from .data.tables import GLUE_TASKS
 from .errors import InvalidArgumentError
@@ -339,7 +340,8 @@ def _group_keys(space: str, items: _Items, sem: Semantics, dedupe: bool) -> list
 
 def _sweep(space: str, items: _Items, names: list[str], sem: Semantics, *, dedupe: bool, spec: BatchSpec, seed: int,
            dtype: str, bench: BenchmarkLike | None, cache: Path | None, jobs: int, executor: str, ray_address: str | None,
-           progress: bool, slurm: SlurmResources | None = None, refresh: bool = False) -> pd.DataFrame:
+           progress: bool, slurm: SlurmResources | None = None, refresh: bool = False,
+           device: str = DEFAULT_DEVICE) -> pd.DataFrame:
     """Values of the model-based proxies ``names`` for every row, computing one
     representative per identical model; columns: the proxies, ``<proxy>__error``,
     ``model_key``, ``shared``, ``cached``, ``error``."""
@@ -353,7 +355,7 @@ def _sweep(space: str, items: _Items, names: list[str], sem: Semantics, *, dedup
     label = f"{space} {sem.key}: {len(reps)} models for {len(groups)} rows" if progress else None
     df = compute([items.compute_items[i] for i in reps], names, semantics=sem, seed=seed, dtype=dtype, batch=spec,
                  space=space, bench=bench, cache=cache, jobs=jobs, executor=executor, ray_address=ray_address, slurm=slurm,
-                 progress=False if label is None else True, refresh=refresh) if reps else pd.DataFrame()
+                 progress=False if label is None else True, refresh=refresh, device=device) if reps else pd.DataFrame()
     if label is not None and not df.empty:
         print(f"{label}: {int((~df.cached.astype(bool)).sum())} computed, {int(df.cached.astype(bool).sum())} from the cache",
               file=sys.stderr, flush=True)
@@ -368,14 +370,15 @@ def _sweep(space: str, items: _Items, names: list[str], sem: Semantics, *, dedup
     return pd.DataFrame(out)
 
 
-def _probe(space: str, key: Any, name: str, spec: BatchSpec, sem: Semantics, seed: int, dtype: str) -> str | None:
+def _probe(space: str, key: Any, name: str, spec: BatchSpec, sem: Semantics, seed: int, dtype: str,
+           device: str = DEFAULT_DEVICE) -> str | None:
     """Run a callable proxy on one model before the sweep; None if it gave a number, else
     the one-line reason (a wrong signature for this benchmark's model, a non-number
     returned), naming the arch - in seconds, before any sweep."""
     from .proxies.engine import run_one
     from .proxies.inputs import make_batch
 
-    row = run_one(space, key, registry.get(space, [name]), spec, make_batch(spec), sem, seed, dtype)
+    row = run_one(space, key, registry.get(space, [name]), spec, make_batch(spec), sem, seed, dtype, device)
     err = row.get(f"{name}__error")
     if not err:
         return None
@@ -416,6 +419,7 @@ def evaluate(
     version: str | None = None,
     refresh: bool = False,
     report: str | os.PathLike[str] | None = None,
+    device: str = DEFAULT_DEVICE,
 ) -> Evaluation:
     """Rank ``proxy`` on the benchmarks beside the trivial baselines and the published
     analytic scores, with every metric of :mod:`nasbench_bert.scoring`.
@@ -435,8 +439,8 @@ def evaluate(
     ``dedupe``: compute identical models once (see the module docstring; ``False``
     computes every row, for checks). ``cache``: a folder; finished models are written
     one part each, atomically, and a later call (after a kill too) reuses them.
-    ``jobs``/``executor``/``ray_address``/``slurm``: as :func:`nasbench_bert.proxies.compute`
-    (``executor="slurm"``: one job array per benchmark and semantics).
+    ``jobs``/``executor``/``ray_address``/``slurm``/``device``: as :func:`nasbench_bert.proxies.compute`
+    (``executor="slurm"``: one job array per benchmark and semantics; the device is in the report).
     ``progress``: progress on stderr (a bar on a terminal, plain lines otherwise).
     ``batch``: BatchSpec fields for every benchmark, or ``{benchmark: fields or
     BatchSpec}``. ``bootstrap``/``seed``: the intervals' resamples and the proxy seed.
@@ -453,8 +457,7 @@ def evaluate(
     for flag, v in (("tasks", tasks), ("higher_is_better", higher_is_better), ("dedupe", dedupe), ("progress", progress)):
         check_bool(flag, v)
     jobs = int(check_int("jobs", jobs, low=1, high=1024))  # type: ignore[arg-type]
-    executor = check_executor(executor, ray_address)
-    res = check_slurm(executor, slurm)
+    executor, res, device = _where(executor, ray_address, slurm, device)
     seed = int(check_seed("seed", seed, none=False))  # type: ignore[arg-type]
     bootstrap = int(check_int("bootstrap", bootstrap, low=0, high=100_000))  # type: ignore[arg-type]
     dtype = check_choice("dtype", dtype, DTYPES)
@@ -468,8 +471,16 @@ def evaluate(
     bench = ensure_benchmark(bench)
     run = _Run(name, callable_proxy, sems, compare, tasks, dedupe, cache_dir, jobs, executor, ray_address, progress,
                seed, dtype, bootstrap, bench, _selections(bench, bms, ids, nlp_ids), _batches(batch, bms), slurm=res,
-               refresh=check_bool("refresh", refresh), named=benchmarks is not None)
+               refresh=check_bool("refresh", refresh), named=benchmarks is not None, device=device)
     return report_run(_evaluate(run, bms, t0), report_dir, run)
+
+
+def _where(executor: Any, ray_address: Any, slurm: Any, device: Any) -> tuple[str, SlurmResources | None, str]:
+    """The executor, its SLURM resources and the canonical device, checked before any work
+    (the device against what the executor can give: :func:`nasbench_bert.devices.check_device`)."""
+    executor = check_executor(executor, ray_address)
+    res = check_slurm(executor, slurm)
+    return executor, res, check_device(device, executor=executor, slurm=res)
 
 
 def _cache_dir(cache: Any) -> Path | None:
@@ -558,6 +569,8 @@ class _Run:
     named: bool = False
     verdicts: dict[tuple[str, str], str] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    #: where the models run (canonical, :func:`nasbench_bert.devices.check_device`)
+    device: str = DEFAULT_DEVICE
 
 
 @dataclass(frozen=True)
@@ -592,7 +605,7 @@ def _probe_benchmarks(run: _Run, bms: list[str]) -> list[str]:
     for bm in bms:
         items = _BENCHMARK_SPECS[bm].items(run.bench, run.selection[bm][:1] if run.selection[bm] else [0])
         if items.keys:
-            err = _probe(bm, items.keys[0], run.name, run.specs[bm], run.sems[0], run.seed, run.dtype)
+            err = _probe(bm, items.keys[0], run.name, run.specs[bm], run.sems[0], run.seed, run.dtype, run.device)
             if err is not None:
                 fails[bm] = err
     named = [bm for bm in fails if run.named]
@@ -664,7 +677,7 @@ def _sweep_counted(run: _Run, bm: str, items: _Items, modelled: list[str], sem: 
     swept = _sweep(bm, items, modelled, sem, dedupe=run.dedupe, spec=run.specs[bm], seed=run.seed, dtype=run.dtype,
                    bench=run.bench, cache=None if run.cache_dir is None else run.cache_dir / bm, jobs=run.jobs,
                    executor=run.executor, ray_address=run.ray_address, progress=run.progress, slurm=run.slurm,
-                   refresh=run.refresh)
+                   refresh=run.refresh, device=run.device)
     reps = swept[~swept.shared.astype(bool)]
     run.computed += int((~reps.cached.astype(bool)).sum())
     run.cached += int(reps.cached.astype(bool).sum())

@@ -16,6 +16,7 @@ the submitting process may go away too.)
 
 from __future__ import annotations
 
+import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -38,17 +39,21 @@ def check_executor(executor: Any, ray_address: Any) -> str:
 
 def run_tasks(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, Any], None], *, executor: str = "local",
               jobs: int = 1, ray_address: str | None = None, num_cpus: int = 1, progress: str | None = None,
-              slurm: SlurmResources | None = None) -> None:
+              slurm: SlurmResources | None = None, start_method: str | None = None) -> None:
     """Run ``fn(task)`` for every task and call ``done(position, result)`` for each.
     ``fn`` must be a module-level function (it is pickled to the workers). ``progress``:
     the label of a progress display (None: none; see :class:`~nasbench_bert.progress.Progress`).
     ``slurm``: the array tasks' resources (executor ``"slurm"`` only; default
-    :class:`~nasbench_bert.slurm.SlurmResources`)."""
+    :class:`~nasbench_bert.slurm.SlurmResources`). ``start_method``: how the ``local``
+    worker processes start (``"spawn"`` where they use CUDA, which a forked child cannot;
+    None: the platform's default)."""
     executor = check_executor(executor, ray_address)
+    if start_method is not None:
+        check_choice("start_method", start_method, multiprocessing.get_all_start_methods())
     res = check_slurm(executor, slurm)
     jobs = check_int("jobs", jobs, low=1, high=1024)
     if progress is None:
-        _run(fn, tasks, done, executor, jobs, ray_address, num_cpus, res)
+        _run(fn, tasks, done, executor, jobs, ray_address, num_cpus, res, start_method)
         return
     with Progress(progress, len(tasks)) as bar:  # a bar on a terminal, plain lines elsewhere
 
@@ -56,16 +61,19 @@ def run_tasks(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, A
             done(i, result)
             bar.advance()
 
-        _run(fn, tasks, advance, executor, jobs, ray_address, num_cpus, res)
+        _run(fn, tasks, advance, executor, jobs, ray_address, num_cpus, res, start_method)
 
 
 def _run(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, Any], None], executor: str, jobs: int,
-         ray_address: str | None, num_cpus: int, slurm: SlurmResources | None) -> None:
+         ray_address: str | None, num_cpus: int, slurm: SlurmResources | None, start_method: str | None = None) -> None:
     if not tasks:
         return
     if executor == "slurm":
         assert slurm is not None  # check_slurm gives the default
         run_array(fn, tasks, done, slurm, default_cpus=num_cpus)
+        return
+    if executor == "local":
+        _run_local(fn, tasks, done, jobs, ray_address, num_cpus, start_method)
         return
     _RUNNERS[executor](fn, tasks, done, jobs, ray_address, num_cpus)
 
@@ -85,12 +93,13 @@ def _run_ray(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, An
 
 
 def _run_local(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, Any], None], jobs: int,
-               ray_address: str | None, num_cpus: int) -> None:
+               ray_address: str | None, num_cpus: int, start_method: str | None = None) -> None:
     if jobs == 1:
         for i, t in enumerate(tasks):
             done(i, fn(t))
     else:
-        with ProcessPoolExecutor(max_workers=jobs) as ex:
+        ctx = None if start_method is None else multiprocessing.get_context(start_method)
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
             for i, result in enumerate(ex.map(fn, tasks)):
                 done(i, result)
 

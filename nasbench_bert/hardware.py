@@ -26,6 +26,13 @@ What is measured, and why it is measured that way:
   (a multiply-add is 2 FLOPs; see :mod:`nasbench_bert.models.flops`). FLOPs scale
   linearly with the batch.
 
+On a GPU (``device="cuda"``) the figures are the GPU's own objectives, in columns of their
+own (``latency_gpu_b1_ms``, ``peak_memory_gpu_b32_mib``, ... and the GPU's name, see
+:mod:`nasbench_bert.hardware_gpu`: CUDA events after warm-up, the allocator's
+``max_memory_allocated``), never mixed into the CPU columns; the model is built on the CPU
+from the same seed and moved, and the GPU defaults to more repeats
+(:data:`GPU_SETTINGS`: a forward takes milliseconds there).
+
 Archs that a semantics maps to the same model (many do: the trained model ignores the
 operation names) are measured once and share the figures; ``model_key`` says which rows
 share. Sweeps run on ``executor="local"`` (this process, or ``jobs`` worker processes)
@@ -51,6 +58,7 @@ import pandas as pd
 from .benchmark.flexibert import ensure_benchmark
 from .benchmark.keys import flexibert_keys
 from .checks import check_int, check_seed
+from .devices import DEFAULT_DEVICE, check_device, is_cuda
 from .errors import InvalidArgumentError
 from .executors import check_executor, run_tasks
 from .semantics import AS_SPECIFIED, AS_TRAINED, AUTHORS, VOCAB_SIZE, ModelPlan, Semantics, SemanticsLike, get_semantics
@@ -60,7 +68,7 @@ from .sweep import PartCache, SweepRun, run_sweep
 from .vocabulary import BenchmarkLike, Executor
 
 __all__ = ["MeasureSettings", "machine", "model_key", "measure", "measure_many", "peak_forward_bytes",
-           "ALL_SEMANTICS", "HARDWARE_COLUMNS"]
+           "ALL_SEMANTICS", "HARDWARE_COLUMNS", "GPU_SETTINGS"]
 
 #: the semantics a hardware table covers, in this order
 ALL_SEMANTICS: tuple[str, ...] = (AUTHORS.name, AS_TRAINED.name, AS_SPECIFIED.name)
@@ -106,9 +114,14 @@ class MeasureSettings:
         return json.dumps(asdict(self), sort_keys=True)
 
 
-def machine() -> dict[str, Any]:
+#: the GPU's default settings: a forward takes milliseconds there, so more warm-up (cuBLAS
+#: handles, kernel selection) and more repeats cost little and steady the median
+GPU_SETTINGS = MeasureSettings(repeats=(50, 20), warmup=(10, 5))
+
+
+def machine(device: str = DEFAULT_DEVICE) -> dict[str, Any]:
     """A description of this machine and software stack, for the table's manifest: the
-    numbers mean nothing without it."""
+    numbers mean nothing without it (on a GPU: its name and the CUDA version too)."""
     from ._torch import torch
 
     cpu = platform.processor() or ""
@@ -136,7 +149,8 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "torch": torch.__version__,
         "mkldnn": bool(torch.backends.mkldnn.is_available()),
-        "device": "cpu",
+        "device": device,
+        **({"gpu": torch.cuda.get_device_name(torch.device(device)), "cuda": torch.version.cuda} if is_cuda(device) else {}),
     }
 
 
@@ -202,12 +216,15 @@ def _time(fn: Any, args: tuple, warmup: int, repeats: int) -> tuple[float, float
     return med, statistics.median(abs(t - med) for t in ts)
 
 
-def measure(arch: Any, semantics: SemanticsLike = AS_TRAINED, settings: MeasureSettings | None = None) -> dict[str, Any]:
+def measure(arch: Any, semantics: SemanticsLike = AS_TRAINED, settings: MeasureSettings | None = None,
+            device: str = DEFAULT_DEVICE) -> dict[str, Any]:
     """Measure one model: latency per batch size, peak memory, FLOPs and parameters
     (see the module doc for what each figure means). Returns one row (a dict) with the
     columns of :data:`HARDWARE_COLUMNS` for the default batches (1 and 32), plus
     ``semantics``, ``model_key`` and ``settings``. Other batch sizes get columns named
-    the same way (``latency_b<n>_ms`` ...)."""
+    the same way (``latency_b<n>_ms`` ...). On a GPU (``device``, canonical: see
+    :func:`nasbench_bert.devices.check_device`) the columns are
+    :data:`~nasbench_bert.hardware_gpu.HARDWARE_GPU_COLUMNS` and ``device``."""
     from ._torch import torch
 
     from .models import build_flexibert, count_flops, num_params
@@ -215,6 +232,8 @@ def measure(arch: Any, semantics: SemanticsLike = AS_TRAINED, settings: MeasureS
     st = settings or MeasureSettings()
     sem = get_semantics(semantics)
     plan = arch if isinstance(arch, ModelPlan) else sem.plan(Arch.coerce(arch))
+    if is_cuda(device):
+        return _measure_gpu(plan, sem, st, device)
     prev_threads = torch.get_num_threads()
     torch.set_num_threads(st.threads)
     try:
@@ -241,6 +260,33 @@ def measure(arch: Any, semantics: SemanticsLike = AS_TRAINED, settings: MeasureS
         torch.set_num_threads(prev_threads)
 
 
+def _measure_gpu(plan: ModelPlan, sem: Semantics, st: MeasureSettings, device: str) -> dict[str, Any]:
+    """:func:`measure` on a GPU: the model built on the CPU from the seed (the CPU run's
+    weights), moved; the same seeded token ids, moved; the GPU figures of
+    :func:`nasbench_bert.hardware_gpu.measure_on_gpu`."""
+    from ._torch import torch
+
+    from .hardware_gpu import measure_on_gpu
+    from .models import build_flexibert, count_flops, num_params
+
+    prev_threads = torch.get_num_threads()
+    torch.set_num_threads(st.threads)
+    try:
+        model = build_flexibert(plan.arch, sem, seed=st.seed).eval().to(torch.device(device))
+        gen = torch.Generator().manual_seed(st.seed)
+        ids = [torch.randint(1, VOCAB_SIZE, (b, st.seq), generator=gen) for b in st.batches]
+        row: dict[str, Any] = {"semantics": sem.name, "model_key": model_key(plan), "settings": st.key, "device": device,
+                               **measure_on_gpu(model, ids, st.repeats, st.warmup, device)}
+        ids1 = torch.randint(1, VOCAB_SIZE, (1, st.seq), generator=gen).to(torch.device(device))
+        with torch.inference_mode():
+            row["flops_per_seq"] = count_flops(model, ids1, torch.ones_like(ids1))
+        row["num_params"] = num_params(model)
+        row["threads"] = torch.get_num_threads()
+        return row
+    finally:
+        torch.set_num_threads(prev_threads)
+
+
 # -- sweeps ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class HardwareTask:
@@ -251,12 +297,18 @@ class HardwareTask:
     key: str
     arch: str
     settings: MeasureSettings = field(default_factory=MeasureSettings)
+    #: where it is measured (canonical); a GPU's parts are keyed by the device and the
+    #: GPU's name too (None: not known where the sweep starts, e.g. a SLURM login node).
+    #: CPU parts keep the key they had before devices existed.
+    device: str = DEFAULT_DEVICE
+    gpu: str | None = None
 
     def identity(self) -> list[Any]:
-        return [self.semantics, self.key, self.settings.key]
+        return [self.semantics, self.key, self.settings.key, *([self.device, self.gpu] if is_cuda(self.device) else [])]
 
     def expect(self) -> dict[str, Any]:
-        return {"semantics": self.semantics, "model_key": self.key, "settings": self.settings.key}
+        on = {"device": self.device, **({"gpu": self.gpu} if self.gpu is not None else {})} if is_cuda(self.device) else {}
+        return {"semantics": self.semantics, "model_key": self.key, "settings": self.settings.key, **on}
 
     def accepts(self, row: dict[str, Any]) -> bool:
         return row.get("error") is None
@@ -265,7 +317,7 @@ class HardwareTask:
 def _work(task: HardwareTask) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
-        row = measure(task.arch, task.semantics, task.settings)
+        row = measure(task.arch, task.semantics, task.settings, task.device)
         row["error"] = None
     except Exception as e:  # isolate: the sweep goes on, the row says why
         row = {"semantics": task.semantics, "model_key": task.key, "settings": task.settings.key,
@@ -287,6 +339,16 @@ def _semantics_list(semantics: Any) -> list[Semantics]:
     return sems
 
 
+def _gpu_name(device: str, executor: str) -> str | None:
+    """The name of the GPU a local sweep measures on (part of its parts' key); None on the
+    CPU, and under SLURM, where the array tasks' GPU is not known before they run."""
+    if not is_cuda(device) or executor != "local":
+        return None
+    from .hardware_gpu import gpu_name
+
+    return gpu_name(device)
+
+
 def measure_many(
     archs: Iterable[Any],
     semantics: Sequence[SemanticsLike] | SemanticsLike = ALL_SEMANTICS,
@@ -300,6 +362,7 @@ def measure_many(
     shuffle_seed: int | None = 0,
     progress: bool = False,
     slurm: SlurmResources | None = None,
+    device: str = DEFAULT_DEVICE,
 ) -> pd.DataFrame:
     """Measure every arch under every semantics; one row per (arch, semantics).
 
@@ -322,15 +385,21 @@ def measure_many(
     ``settings.threads``), each array task writing its parts into a shared cache. Latencies
     compare only across one node type (pick it with ``partition``), and other jobs on a
     node change them.
+
+    ``device``: ``"cpu"`` (default), ``"cuda"``, ``"cuda:<i>"`` or ``"auto"``, checked first; on
+    a GPU: the GPU objectives (:mod:`nasbench_bert.hardware_gpu`), :data:`GPU_SETTINGS`, and
+    ``jobs > 1`` spawns workers that share it (each other's load in their latencies).
     """
     executor = check_executor(executor, ray_address)
     res = check_slurm(executor, slurm)
+    device = check_device(device, executor=executor, slurm=res)
     jobs = check_int("jobs", jobs, low=1, high=1024)
     if settings is not None and not isinstance(settings, MeasureSettings):
         raise InvalidArgumentError(f"settings = {settings!r} is not allowed; allowed: a MeasureSettings or None")
-    st = settings or MeasureSettings()
+    st = settings or (GPU_SETTINGS if is_cuda(device) else MeasureSettings())
     sems = _semantics_list(semantics)
     parts = PartCache.open(cache, "json", "model")
+    gpu = _gpu_name(device, executor)
     if shuffle_seed is not None:
         shuffle_seed = check_seed("shuffle_seed", shuffle_seed)
     archs = list(archs) if isinstance(archs, Iterable) and not isinstance(archs, (str, bytes, dict)) else archs
@@ -338,9 +407,10 @@ def measure_many(
     rows_key = [(ident, a, sem.name, model_key(sem.plan(a))) for ident, a in items for sem in sems]
     first: dict[tuple[str, str], HardwareTask] = {}  # each model is measured on the first arch that has it
     for _, a, s, k in rows_key:
-        first.setdefault((s, k), HardwareTask(s, k, str(a), st))
+        first.setdefault((s, k), HardwareTask(s, k, str(a), st, device, gpu))
     tasks = list(first.values())
     how = SweepRun(executor, jobs, ray_address, num_cpus=st.threads, shuffle_seed=shuffle_seed, slurm=res,
+                   start_method="spawn" if is_cuda(device) else None,
                    label=(lambda todo, hits: f"hardware ({todo} models to measure, {hits} cached)") if progress else None)
     done = run_sweep(_work, tasks, parts, lambda t, row: row, how)
     results = {(t.semantics, t.key): {**row, "cached": hit} for t, (row, hit) in zip(tasks, done)}
@@ -350,24 +420,29 @@ def measure_many(
         out.append({"id": ident, "arch": str(a), **results[(sname, k)], "shared": (sname, k) in seen})
         seen.add((sname, k))
     if not out:
-        return pd.DataFrame(columns=["id", "arch", "semantics", "model_key", *HARDWARE_COLUMNS, "error"])
+        from .hardware_gpu import HARDWARE_GPU_COLUMNS
+
+        cols = [*HARDWARE_GPU_COLUMNS, "device"] if is_cuda(device) else HARDWARE_COLUMNS
+        return pd.DataFrame(columns=["id", "arch", "semantics", "model_key", *cols, "error"])
     return pd.DataFrame(out)
 
 
 def noise(archs: Sequence[Any], semantics: SemanticsLike = AS_TRAINED, *, passes: int = 5,
-          settings: MeasureSettings | None = None, jobs: int = 1) -> pd.DataFrame:
+          settings: MeasureSettings | None = None, jobs: int = 1, device: str = DEFAULT_DEVICE) -> pd.DataFrame:
     """Run-to-run noise: measure each arch ``passes`` times, interleaved (pass 1 over all
     archs, then pass 2, ...), so that each repeat is a fresh model and a fresh
     measurement minutes apart, under the same conditions as a sweep with the same
-    ``jobs``. One row per (arch, pass); :func:`noise_summary` gives the relative spread."""
+    ``jobs``. One row per (arch, pass); :func:`noise_summary` gives the relative spread.
+    ``device``: as :func:`measure_many` (a GPU's rows carry the GPU columns)."""
     passes = check_int("passes", passes, low=2, high=1000)
     jobs = check_int("jobs", jobs, low=1, high=1024)
-    st = settings or MeasureSettings()
+    device = check_device(device)
+    st = settings or (GPU_SETTINGS if is_cuda(device) else MeasureSettings())
     sem = get_semantics(semantics)
     order = [(p, str(Arch.coerce(a))) for p in range(passes) for a in archs]
-    tasks = [HardwareTask(sem.name, model_key(sem.plan(Arch.coerce(a))), a, st) for _, a in order]
+    tasks = [HardwareTask(sem.name, model_key(sem.plan(Arch.coerce(a))), a, st, device) for _, a in order]
     rows: list[dict[str, Any]] = [{} for _ in tasks]
-    run_tasks(_work, tasks, rows.__setitem__, jobs=jobs)
+    run_tasks(_work, tasks, rows.__setitem__, jobs=jobs, start_method="spawn" if is_cuda(device) else None)
     return pd.DataFrame([{"arch": a, "pass": p, **r} for (p, a), r in zip(order, rows)])
 
 

@@ -21,7 +21,7 @@ the harness printed. The folder holds:
 * ``cells.png``: the within-cell τ in each (layers, hidden size) cell with its bootstrap
   interval, the proxy beside the trivial baselines that vary inside a cell.
 * ``values.parquet``: one row per arch x semantics x score, with what produced the
-  value: proxy name, semantics, input batch key, seed, dtype, the proxy's registry
+  value: proxy name, semantics, input batch key, seed, dtype, device, the proxy's registry
   version (for a callable: its cache key), the package version, the model key and
   whether it came from the cache.
 
@@ -115,14 +115,16 @@ _KIND_LABEL: dict[str, str] = {"candidate": "proxy", "compare": "compared", "pub
 @dataclass(frozen=True)
 class Provenance:
     """What produced an Evaluation's values, beyond the values themselves: the input
-    batch key per benchmark, the proxy seed, the dtype, the bootstrap resamples, and each
-    model-based score's registry version per benchmark (a callable's: its cache key)."""
+    batch key per benchmark, the proxy seed, the dtype, the bootstrap resamples, each
+    model-based score's registry version per benchmark (a callable's: its cache key), and
+    the device the models ran on (a GPU changes the last bits of a value)."""
 
     batch: Mapping[str, str]
     seed: int
     dtype: str
     bootstrap: int
     versions: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    device: str = "cpu"
 
     @classmethod
     def of_run(cls, run: Any) -> "Provenance":
@@ -134,7 +136,8 @@ class Provenance:
         for bm in run.specs:
             reg = registry.REGISTRY[bm]
             versions[bm] = {n: str(reg[n].version) for n in [run.name, *run.compare] if n in reg}
-        return cls({bm: s.key for bm, s in run.specs.items()}, int(run.seed), str(run.dtype), int(run.bootstrap), versions)
+        return cls({bm: s.key for bm, s in run.specs.items()}, int(run.seed), str(run.dtype), int(run.bootstrap), versions,
+                   str(getattr(run, "device", "cpu")))
 
 
 # -- the entry point ---------------------------------------------------------------------------
@@ -584,12 +587,13 @@ def _values_frame(ev: EvaluationLike, data: _ReportData, prov: Provenance) -> pd
             "target": data.target, "target_name": v.benchmark.map(lambda b: _HEADLINE[b][0]),
             "batch": v.benchmark.map(prov.batch).where(modelled, None), "seed": prov.seed,
             "dtype": pd.Series([prov.dtype] * len(v)).where(modelled, None), "proxy_version": versions,
+            "device": pd.Series([prov.device] * len(v)).where(modelled, None),
             "model_key": v["model_key"].where(modelled, None) if "model_key" in v else None,
             "cached": v["cached"].astype("boolean").where(modelled, pd.NA) if "cached" in v else pd.NA,
             "package_version": __version__,
         }))
     out = pd.concat(parts, ignore_index=True)
-    for c in ("arch", "log_name", "error", "batch", "dtype", "proxy_version", "model_key", "kind"):
+    for c in ("arch", "log_name", "error", "batch", "dtype", "device", "proxy_version", "model_key", "kind"):
         out[c] = out[c].astype("string")
     return out
 

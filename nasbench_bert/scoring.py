@@ -287,7 +287,7 @@ def _control_values(df: pd.DataFrame, control: str | None, bench: BenchmarkLike 
 
 
 #: the columns of ``values`` that are never scores (identifiers, bookkeeping, targets)
-_NOT_SCORES = frozenset({"id", "arch", "key", "semantics", "seed", "batch", "dtype", "error", "seconds", "seconds_pass",
+_NOT_SCORES = frozenset({"id", "arch", "key", "semantics", "seed", "batch", "dtype", "device", "error", "seconds", "seconds_pass",
                          "seconds_proxies", "tokenizer", "proxy_versions", "cached", "log_name", "recipe_id",
                          "experiment_id", "init_time", "perplexity", "bits_per_word", "recipe", "recipe_hash",
                          "num_trainable_params"})

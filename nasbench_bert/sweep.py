@@ -159,6 +159,9 @@ class SweepRun:
     shuffle_seed: int | None = None
     #: the array tasks' resources (executor "slurm"; None: the defaults)
     slurm: SlurmResources | None = None
+    #: how local worker processes start (``"spawn"`` for CUDA sweeps: CUDA does not survive
+    #: a fork); None: the platform's default
+    start_method: str | None = None
 
 
 @dataclass(frozen=True)
@@ -219,7 +222,8 @@ def run_sweep(work: Callable[[T], Row], tasks: Sequence[T], cache: PartCache | N
         fn = _StoreInWorker(work, finish, None if cache is None else PartCache(cache.folder.resolve(), cache.format, cache.unit))
     label = how.label(len(todo), len(tasks) - len(todo)) if how.label is not None else None
     run_tasks(fn, [tasks[i] for i in todo], stored if how.executor == "slurm" else done, executor=how.executor,
-              jobs=how.jobs, ray_address=how.ray_address, num_cpus=how.num_cpus, progress=label, slurm=how.slurm)
+              jobs=how.jobs, ray_address=how.ray_address, num_cpus=how.num_cpus, progress=label, slurm=how.slurm,
+              start_method=how.start_method)
     missing = sum(r is None for r in out)
     if missing:  # dropping them would shift every later row onto the wrong task
         raise RuntimeError(f"{missing} of {len(tasks)} sweep tasks came back without a row "

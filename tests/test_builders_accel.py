@@ -44,7 +44,7 @@ BF16_STEP_RTOL = 0.10
 #: draws) moves them by up to 4.9 % on CPU; a GPU run shares init and batches
 GPU_WINDOW_RTOL = 0.08
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (none here); on one run: "
-                                "python -m pytest -m slow tests/test_builders_accel.py -k cuda")
+                                "python -m pytest -m cuda tests/test_builders_accel.py (bench/device_check.py runs it)")
 
 
 @pytest.fixture(scope="module")
@@ -538,6 +538,7 @@ def test_ray_asks_for_one_gpu_per_arch():
 
 # -- on a GPU (skipped without one; docs/builders.md, "On an H100") -----------------------------------
 @pytest.mark.slow
+@pytest.mark.cuda
 @needs_cuda
 def test_cuda_accelerated_loss_curve_within_tolerance_of_cpu_fp32(corpus, tok, tmp_path):
     """The GPU set (bf16, SDPA, fused AdamW, compile, memory-mapped corpus, prefetch) on
@@ -552,6 +553,7 @@ def test_cuda_accelerated_loss_curve_within_tolerance_of_cpu_fp32(corpus, tok, t
 
 
 @pytest.mark.slow
+@pytest.mark.cuda
 @needs_cuda
 def test_cuda_resume_within_tolerance(corpus, tok, tmp_path):
     """On a GPU the random streams of a resumed run are the same, its kernels are not

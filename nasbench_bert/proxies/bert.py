@@ -17,7 +17,7 @@ from .._torch import torch
 from torch import nn
 
 from ..models.flops import flexibert_flops
-from .common import binary_kernel, cosine_score, covariance_score, tsum
+from .common import binary_kernel, cosine_score, covariance_score, group_sums, host_values, module_sums
 from .capture import Capture
 from .registry import ProxyValue, register
 
@@ -43,12 +43,10 @@ def _inner_linears(layer: nn.Module) -> list[nn.Linear]:
 
 
 def _per_layer(cap: Capture, select, term) -> tuple[list[float], int]:
-    vals, count = [], 0
-    for layer in _layers(cap):
-        mods = [m for m in select(layer) if m.weight.grad is not None]
-        vals.append(tsum(term(m) for m in mods))
-        count += len(mods)
-    return vals, count
+    """Per layer, the float64 sum of ``term`` over the selected modules that have a
+    gradient (one host copy for the model, :func:`.common.group_sums`); and their count."""
+    mods = [[m for m in select(layer) if m.weight.grad is not None] for layer in _layers(cap)]
+    return group_sums([(term(m) for m in ms) for ms in mods]), sum(len(ms) for ms in mods)
 
 
 def _norm(vals: list[float], count: int) -> ProxyValue:
@@ -104,9 +102,10 @@ def synaptic_saliency_norm(cap: Capture) -> ProxyValue:
 # -- activation distance -----------------------------------------------------------------
 def _act_dist(cap: Capture) -> tuple[list[float], int]:
     per = [0.0] * len(_layers(cap))
-    for li, o in cap.ff_activations:
-        x = (o[0] > 0).reshape(o.shape[1], -1)  # first sequence: tokens x units
-        per[li] += float(binary_kernel(x).sum())
+    sums = host_values(binary_kernel((o[0] > 0).reshape(o.shape[1], -1)).sum()  # first sequence: tokens x units
+                       for _, o in cap.ff_activations)
+    for (li, _), v in zip(cap.ff_activations, sums):
+        per[li] += v
     return per, len(cap.ff_activations)
 
 
@@ -127,7 +126,7 @@ def activation_distance_norm(cap: Capture) -> ProxyValue:
 # -- Jacobian ------------------------------------------------------------------------------
 def _pos_grad(cap: Capture) -> np.ndarray:
     g = cap.model.embeddings.position.weight.grad
-    return g.detach().double().T.numpy()  # (128 dims, 512 positions)
+    return g.detach().double().T.cpu().numpy()  # (128 dims, 512 positions)
 
 
 @register("jacobian_covariance", space=S, needs={"backward"}, paper="jacobian_covariance", group=("paper",))
@@ -167,8 +166,8 @@ def head_importance_norm(cap: Capture) -> ProxyValue:
 
 def _confidence(items: list[tuple[int, torch.Tensor]], n_layers: int) -> tuple[list[float], int]:
     per = [0.0] * n_layers
-    for li, o in items:
-        per[li] += float(o.double().max(dim=1).values.mean())
+    for (li, _), v in zip(items, host_values(o.double().max(dim=1).values.mean() for _, o in items)):
+        per[li] += v
     return per, len(items)
 
 
@@ -211,15 +210,17 @@ def _linear_weights(module: nn.Module) -> list[torch.nn.Parameter]:
 def snip(cap: Capture) -> ProxyValue:
     """SNIP (Lee et al. 2019) as zero-cost-nas computes it: sum over Linear weights of
     |w * dR/dw| (its |dR/d mask|), R the protocol's objective."""
-    f = lambda mod: tsum((w.detach().double() * w.grad.double()).abs() for w in _linear_weights(mod))  # noqa: E731
-    return ProxyValue(f(cap.model), [f(l) for l in _layers(cap)])
+    total, per = module_sums(lambda w: (w.detach().double() * w.grad.double()).abs().sum(), _linear_weights(cap.model),
+                             [_linear_weights(l) for l in _layers(cap)])
+    return ProxyValue(total, per)
 
 
 @register("grad_norm", space=S, needs={"backward"}, group=("baseline",), version=2)
 def grad_norm(cap: Capture) -> ProxyValue:
     """Sum over Linear layers of the L2 norm of dR/dW (zero-cost-nas ``grad_norm``)."""
-    f = lambda mod: float(sum(float(w.grad.double().norm()) for w in _linear_weights(mod)))  # noqa: E731
-    return ProxyValue(f(cap.model), [f(l) for l in _layers(cap)])
+    total, per = module_sums(lambda w: w.grad.double().norm(), _linear_weights(cap.model),
+                             [_linear_weights(l) for l in _layers(cap)])
+    return ProxyValue(total, per)
 
 
 @register("synflow", space=S, needs={"synflow"}, group=("baseline",), version=2)
@@ -228,8 +229,9 @@ def synflow(cap: Capture) -> ProxyValue:
     over Linear weights of |w * dR/dw| (see ``capture_bert._synflow_flexibert``)."""
     lin = {f"{n}.weight" for n, m in cap.model.named_modules() if isinstance(m, nn.Linear)}
     g = {n: v for n, v in cap.synflow_grads.items() if n in lin}
-    per = [tsum(v for n, v in g.items() if n.startswith(f"layers.{i}.")) for i in range(len(_layers(cap)))]
-    return ProxyValue(tsum(g.values()), per)
+    total, *per = group_sums([g.values(), *([v for n, v in g.items() if n.startswith(f"layers.{i}.")]
+                                            for i in range(len(_layers(cap))))])
+    return ProxyValue(total, per)
 
 
 @register("naswot", space=S, needs={"ff_activations"}, group=("baseline",))
@@ -237,10 +239,10 @@ def naswot(cap: Capture) -> ProxyValue:
     """NASWOT (Mellor et al. 2021): log|K| of the sequence-by-sequence agreement of the
     binary codes of every feed-forward activation."""
     B = cap.batch.input_ids.shape[0]
-    K = torch.zeros(B, B, dtype=torch.float64)
+    K = torch.zeros(B, B, dtype=torch.float64, device=cap.batch.input_ids.device)
     for _, o in cap.ff_activations:
         K += binary_kernel((o > 0).reshape(B, -1))
-    sign, logdet = np.linalg.slogdet(K.numpy())
+    sign, logdet = np.linalg.slogdet(K.cpu().numpy())
     return ProxyValue(logdet if sign > 0 else float("nan"))
 
 

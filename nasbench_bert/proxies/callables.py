@@ -339,12 +339,14 @@ def objective(model: Any, batch: Any, *, semantics: Any = None, seed: int | None
 
 def _batches(batch: Any, n: int) -> Any:
     """The callable's input: the protocol's batch, or with ``n`` >= 2 a list of n batches
-    (the same spec drawn with seeds seed, seed + 1, ...)."""
+    (the same spec drawn with seeds seed, seed + 1, ...), on the device of the first."""
     if n == 1:
         return batch
     from .inputs import make_batch
+    from .placement import batch_on
 
-    return [batch, *(make_batch(dataclasses.replace(batch.spec, seed=batch.spec.seed + k)) for k in range(1, n))]
+    return [batch, *(batch_on(make_batch(dataclasses.replace(batch.spec, seed=batch.spec.seed + k)), batch.input_ids.device)
+                     for k in range(1, n))]
 
 
 def _wrap(name: str, fn: Callable[..., Any], batches: int = 1) -> Callable[[Any], ProxyValue]:

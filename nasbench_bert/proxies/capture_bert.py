@@ -19,7 +19,9 @@ The protocol comes from the semantics (:class:`~nasbench_bert.semantics.ProxyPro
   every layer, so gradient proxies agree between float32 and float64 and between
   thread counts.
 
-Hooks are always removed afterwards and the global RNG is left as it was.
+Hooks are always removed afterwards and the global RNG is left as it was. The model is
+built on the CPU and put where the batch is (:func:`.placement.place`), so on a GPU its
+weights and dropout masks are the CPU run's.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ..semantics import Semantics, SemanticsLike, get_semantics
 from ..spaces.flexibert import Arch
 from .capture import Capture, objective_value, projection
 from .inputs import Batch
+from .placement import place
 
 
 def capture_flexibert(arch: Arch, needs: set[str], batch: Batch, semantics: SemanticsLike, seed: int,
@@ -40,7 +43,7 @@ def capture_flexibert(arch: Arch, needs: set[str], batch: Batch, semantics: Sema
     proto = sem.protocol
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)  # the notebook: seed, build, run - in that order
-        model = FlexiBERTEncoder(sem.plan(arch)).to(dtype)
+        model = place(FlexiBERTEncoder(sem.plan(arch)).to(dtype), batch.input_ids.device)
         model.train(proto.train_mode)
         cap = Capture(model, batch, sem, proto.objective)
         if needs == {"model"}:  # a callable proxy runs its own pass on the fresh model
@@ -113,7 +116,7 @@ def _ntk_trace(model: nn.Module, batch: Batch, seed: int, probes: int = 1) -> fl
         for _ in range(probes):
             out = model(batch.input_ids, batch.attention_mask, batch.token_type_ids)
             z = out.mean(dim=1)  # (B, H): token-averaged
-            v = torch.randint(0, 2, z.shape, generator=g).to(z.dtype) * 2 - 1
+            v = torch.randint(0, 2, z.shape, generator=g).to(device=z.device, dtype=z.dtype) * 2 - 1
             grads = torch.autograd.grad((z * v).sum(), params, allow_unused=True)
             total += float(sum((gr.double() ** 2).sum() for gr in grads if gr is not None))
     finally:
@@ -134,17 +137,17 @@ def _synflow_flexibert(arch: Arch, batch: Batch, sem: Semantics, seed: int) -> d
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = FlexiBERTEncoder(sem.plan(arch))
-    model = model.double().eval()
+    model = place(model.double().eval(), batch.input_ids.device)
     with torch.no_grad():
         for p in model.parameters():
             p.abs_()
     T = batch.input_ids.shape[1]
-    emb = torch.ones(1, T, model.embeddings.word.embedding_dim, dtype=torch.float64)
+    emb = torch.ones(1, T, model.embeddings.word.embedding_dim, dtype=torch.float64, device=batch.input_ids.device)
     x = model.embeddings.project(emb)
     for layer in model.layers:
         x = layer(x, None, None)
     if sem.protocol.objective == "ones":
         x.sum().backward()
     else:
-        (x * projection(x.shape, seed, x.dtype).abs()).sum().backward()
+        (x * projection(x.shape, seed, x.dtype, x.device).abs()).sum().backward()
     return {n: (p * p.grad).abs().detach() for n, p in model.named_parameters() if p.grad is not None}

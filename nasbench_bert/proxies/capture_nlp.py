@@ -70,6 +70,7 @@ from ..semantics import Semantics, SemanticsLike, get_semantics
 from ..spaces.nlp import Recipe
 from .capture import Capture
 from .inputs import Batch
+from .placement import place
 
 NOISE_AMPLITUDES = (0.1, 10.0, 100.0)
 
@@ -85,7 +86,7 @@ def capture_nlp(recipe: Recipe, needs: set[str], batch: Batch, semantics: Semant
     V = batch.spec.vocab_size or 10000
     if model is None:
         model = build_nlp_rnn(recipe, V, seed=seed)
-    model = model.to(dtype)
+    model = place(model.to(dtype), batch.input_ids.device)  # built on the CPU, put where the batch is
     model.eval()
     if needs == {"model"}:  # a callable proxy runs its own pass on the fresh model
         cap = Capture(model, batch, semantics, "none")
@@ -120,7 +121,7 @@ def _capture_notebook(model: RecipeLM, needs: set[str], batch: Batch, semantics:
     ids = batch.input_ids
     T, B = ids.shape
     dtype = model.embedding.weight.dtype
-    codes = torch.zeros(B, B, dtype=torch.float64)
+    codes = torch.zeros(B, B, dtype=torch.float64, device=ids.device)
     passes: list[str] = []
     hidden_passes: list[tuple[str, list[torch.Tensor], list[torch.Tensor]]] = []
 
@@ -197,7 +198,7 @@ def _capture_notebook(model: RecipeLM, needs: set[str], batch: Batch, semantics:
 def _capture_decoder_logits(model: RecipeLM, needs: set[str], batch: Batch, semantics: Semantics, seed: int) -> Capture:
     cap = Capture(model, batch, semantics, "decoder_logits")
     B = batch.input_ids.shape[1]
-    codes = torch.zeros(B, B, dtype=torch.float64)
+    codes = torch.zeros(B, B, dtype=torch.float64, device=batch.input_ids.device)
 
     def act_hook(name: str, out: torch.Tensor) -> None:
         nonlocal codes
@@ -227,7 +228,7 @@ def _capture_decoder_logits(model: RecipeLM, needs: set[str], batch: Batch, sema
             g = torch.Generator().manual_seed(seed)
             e = cap.embeddings
             var = e.var(dim=1, keepdim=True, unbiased=False)  # over the batch axis, as published
-            noise = torch.randn(e.shape, generator=g)
+            noise = torch.randn(e.shape, generator=g).to(e.device)  # drawn on the CPU wherever the model is
             for amp in NOISE_AMPLITUDES:
                 noisy = (e + amp * var * noise).detach().requires_grad_(True)
                 y, _ = model(None, inputs_embeds=noisy)

@@ -4,6 +4,11 @@ The capture of one arch is made by its space's capture function
 (:func:`~.capture_bert.capture_flexibert`, :func:`~.capture_nlp.capture_nlp`),
 following the proxy protocol of the semantics asked for; :func:`evaluate` then runs
 each proxy on it, isolating failures.
+
+On a device other than the CPU (:func:`run_one`'s ``device``) the batch moves there
+and each capture puts its model where the batch is (:mod:`.placement`: weights,
+batches and dropout masks still come from the CPU generators, so the values are the
+CPU's up to rounding); the caller's CUDA generator is left as it was.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from .capture import Capture
 from .capture_bert import capture_flexibert
 from .capture_nlp import NOISE_AMPLITUDES, capture_nlp
 from .inputs import Batch, BatchSpec
+from .placement import batch_on
 from .registry import Proxy, SpecInput
 
 __all__ = ["Capture", "capture_flexibert", "capture_nlp", "evaluate", "run_one", "NOISE_AMPLITUDES", "DTYPES"]
@@ -47,7 +53,20 @@ def evaluate(proxies: Iterable[Proxy], cap: Capture | SpecInput) -> dict[str, An
 
 
 def run_one(space: str, key: Any, proxies: list[Proxy], spec: BatchSpec, batch: Batch, semantics: SemanticsLike,
-            seed: int, dtype: str = "float32") -> dict[str, Any]:
+            seed: int, dtype: str = "float32", device: str = "cpu") -> dict[str, Any]:
+    """One arch's row: its analytic scores, the proxies that run their own passes (a
+    fresh model each) and those that read the shared pass. ``device``: a canonical device
+    (:func:`nasbench_bert.devices.check_device`); the CPU path is the one every CPU value
+    was computed by."""
+    if device == "cpu":
+        return _run_one(space, key, proxies, spec, batch, semantics, seed, dtype)
+    dev = torch.device(device)
+    with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):  # torch.manual_seed reseeds the GPU too
+        return _run_one(space, key, proxies, spec, batch_on(batch, dev), semantics, seed, dtype)
+
+
+def _run_one(space: str, key: Any, proxies: list[Proxy], spec: BatchSpec, batch: Batch, semantics: SemanticsLike,
+             seed: int, dtype: str) -> dict[str, Any]:
     sem = get_semantics(semantics)
     analytic = [p for p in proxies if p.analytic]
     own_pass = [p for p in proxies if p.model_only]

@@ -47,6 +47,7 @@ from .._torch import torch
 
 from .capture import Capture
 from .capture_bert import _head_modules
+from .common import host_values
 from .registry import ProxyValue, register
 
 S = "flexibert"
@@ -55,21 +56,21 @@ S = "flexibert"
 def _first_head_outputs(cap: Capture) -> list[float]:
     """m_l of the capture's pass: its first recorded head output per layer (hooks fire in
     forward order, so the query, or the LT input Linear, comes first)."""
-    first: dict[int, float] = {}
+    first: dict[int, torch.Tensor] = {}
     for li, out in cap.head_outputs:
         if li not in first:
-            first[li] = float(out.double().pow(2).mean())
-    return [first[li] for li in sorted(first)]
+            first[li] = out.double().pow(2).mean()
+    return host_values(first[li] for li in sorted(first))
 
 
 def _second_pass(cap: Capture) -> list[float]:
     """m_l' of a second forward pass, continuing the generator after the capture's pass."""
     model, b = cap.model, cap.batch
-    seen: dict[int, float] = {}
+    seen: dict[int, torch.Tensor] = {}
     handles = []
     try:
         def record(li: int, out: torch.Tensor) -> None:  # a forward hook must return None
-            seen.setdefault(li, float(out.detach().double().pow(2).mean()))
+            seen.setdefault(li, out.detach().double().pow(2).mean())  # to the host once, after the pass
 
         for li, layer in enumerate(model.layers):
             mod = _head_modules(layer.operation)[0]
@@ -82,7 +83,7 @@ def _second_pass(cap: Capture) -> list[float]:
     finally:
         for h in handles:
             h.remove()
-    return [seen[li] for li in sorted(seen)]
+    return host_values(seen[li] for li in sorted(seen))
 
 
 @register("lpzero", space=S, needs={"head_outputs"}, group=("published",))

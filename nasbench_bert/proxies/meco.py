@@ -70,6 +70,7 @@ from typing import Sequence
 from .._torch import torch
 
 from .capture import Capture
+from .common import host_values
 from .registry import ProxyValue, register
 
 
@@ -77,18 +78,23 @@ def smallest_correlation_eigenvalue(channels: torch.Tensor) -> float:
     """MeCo's per-feature-map term: the smallest eigenvalue of the Pearson correlation
     matrix of the rows of ``channels`` (channels x positions), NaN/inf entries set to 0
     as the authors do; exactly 0 when positions <= channels (singular by construction)."""
+    return host_values([_smallest(channels)])[0]
+
+
+def _smallest(channels: torch.Tensor) -> float | torch.Tensor:
+    """:func:`smallest_correlation_eigenvalue` left on the device (0-dim), or 0.0."""
     c, n = channels.shape
     if n <= c:
         return 0.0
     corr = torch.corrcoef(channels.double())
     corr[~torch.isfinite(corr)] = 0
-    return float(torch.linalg.eigvalsh(corr)[0])
+    return torch.linalg.eigvalsh(corr)[0]
 
 
 def meco_from_feature_maps(maps: Sequence[torch.Tensor]) -> ProxyValue:
     """MeCo of feature maps given as (positions, channels): the sum of each map's term,
     NaN terms left out of the sum (the authors' code) and kept per layer."""
-    per = [smallest_correlation_eigenvalue(m.T) for m in maps]
+    per = host_values(_smallest(m.T) for m in maps)  # one host copy for the model, not one per layer
     return ProxyValue(sum(v for v in per if not math.isnan(v)), per)
 
 

@@ -52,20 +52,33 @@ def pca_dim(x: torch.Tensor, eta: float = W_PCA_ETA) -> int:
     shape flattened into samples) whose cumulative share of the variance first reaches
     ``eta``. Float64 eigenvalues of the smaller Gram side (the same non-zero spectrum as
     the covariance). Zero for a matrix whose rows are all equal."""
+    _check_eta(eta)
+    return _dim(spectrum(x).cpu(), eta)
+
+
+def _check_eta(eta: float) -> None:
     if not 0.0 < eta <= 1.0:
         from ..errors import InvalidArgumentError
 
         raise InvalidArgumentError(f"eta = {eta!r} is not allowed; allowed values: 0 < eta <= 1")
+
+
+def spectrum(x: torch.Tensor) -> torch.Tensor:
+    """The float64 eigenvalues behind :func:`pca_dim`, largest first, on ``x``'s device."""
     a = x.detach().double().reshape(-1, x.shape[-1])
     a = a - a.mean(0, keepdim=True)
     small = a @ a.T if a.shape[0] < a.shape[1] else a.T @ a
-    lam = torch.linalg.eigvalsh(small).clamp_min(0).flip(0)
+    return torch.linalg.eigvalsh(small).clamp_min(0).flip(0)
+
+
+def _dim(lam: torch.Tensor, eta: float) -> int:
+    """:func:`pca_dim` from the spectrum (a CPU tensor)."""
     total = float(lam.sum())
     if total <= 0:
         return 0
     share = torch.cumsum(lam, 0) / total
     # the first k with share >= eta (a tiny tolerance so eta = 1 is reachable in float64)
-    k = int(torch.searchsorted(share, torch.tensor(eta - 1e-12, dtype=share.dtype)).item()) + 1
+    k = int(torch.searchsorted(share, torch.tensor(eta - 1e-12, dtype=share.dtype, device=share.device)).item()) + 1
     return min(k, len(lam))
 
 
@@ -97,8 +110,14 @@ def ff_preactivations(model: nn.Module, cap: Capture, *, first_only: bool = Fals
 
 def _w_pca(cap: Capture, first_only: bool) -> ProxyValue:
     per = [0] * len(cap.model.layers)
-    for li, h in ff_preactivations(cap.model, cap, first_only=first_only):
-        per[li] += pca_dim(h)
+    pre = ff_preactivations(cap.model, cap, first_only=first_only)
+    lams = [spectrum(h) for _, h in pre]
+    # every spectrum to the host in one copy (not one synchronisation per Linear); the
+    # dimensions are counted there, as pca_dim counts them
+    on_cpu = not lams or lams[0].device.type == "cpu"
+    host = lams if on_cpu else torch.cat(lams).cpu().split([len(lam) for lam in lams])
+    for (li, _), lam in zip(pre, host):
+        per[li] += _dim(lam, W_PCA_ETA)
     n = sum(p.numel() for p in cap.model.parameters())
     return ProxyValue(float(n) * sum(per), [float(v) for v in per])
 

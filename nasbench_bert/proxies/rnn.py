@@ -22,10 +22,12 @@ parameter count did not change).
 
 from __future__ import annotations
 
+from typing import Any, Iterator
+
 import numpy as np
 from .._torch import torch
 
-from .common import cosine_score, covariance_score, tsum
+from .common import cosine_score, covariance_score, group_sums, module_sums
 from .capture import Capture
 from .capture_nlp import NOISE_AMPLITUDES
 from .registry import ProxyValue, register
@@ -35,7 +37,7 @@ S = "nlp"
 
 def _rows_by_sequence(g: torch.Tensor) -> np.ndarray:
     """(T, B, E) gradient -> (B, T*E): one row per sequence of the batch."""
-    return g.detach().double().transpose(0, 1).reshape(g.shape[1], -1).numpy()
+    return g.detach().double().transpose(0, 1).reshape(g.shape[1], -1).cpu().numpy()
 
 
 def _notebook(cap: Capture) -> bool:
@@ -43,16 +45,15 @@ def _notebook(cap: Capture) -> bool:
     return cap.objective == "rnn_output"
 
 
-def _sum(cap: Capture, ts) -> float:
-    """float64 sum of tensors; under the notebook protocol NaNs are skipped (``torch.nansum``)."""
-    if _notebook(cap):
-        return float(sum(float(t.double().nansum()) for t in ts))
-    return tsum(ts)
+def _sums(cap: Capture, groups) -> list[float]:
+    """float64 sum of each group's tensors (one host copy for all); under the notebook
+    protocol NaNs are skipped (``torch.nansum``)."""
+    return group_sums(groups, nan=_notebook(cap))
 
 
 def _hidden_cov(cap: Capture, layer: int) -> ProxyValue:
     h = cap.hidden_states[layer]  # (T, B, H): incoming h_{t-1}
-    rows = h.double().permute(2, 1, 0).reshape(h.shape[2], -1).numpy()  # H x (B*T)
+    rows = h.double().permute(2, 1, 0).reshape(h.shape[2], -1).cpu().numpy()  # H x (B*T)
     return ProxyValue(covariance_score(rows))
 
 
@@ -129,22 +130,17 @@ def jacobian_cosine_more_noise(cap: Capture) -> ProxyValue:
 def activation_distance(cap: Capture) -> ProxyValue:
     """log|K|, K = agreements between sequences of the binary codes of every activation
     node at every step (NASWOT applied to the cell)."""
-    sign, logdet = np.linalg.slogdet(cap.rnn_activation_codes.numpy())
+    sign, logdet = np.linalg.slogdet(cap.rnn_activation_codes.cpu().numpy())
     if _notebook(cap):  # hooklogdet returns the log-determinant whatever the sign
         return ProxyValue(logdet)
     return ProxyValue(logdet if sign > 0 else float("nan"))
 
 
-def _cell_saliency(cap: Capture) -> list[float]:
-    per = []
-    for cell in cap.model.cells:
-        terms = []
-        for lins in cell.weights.values():
-            for lin in list(lins)[1:]:  # every weight of a linear node but its first, as published
-                if lin.weight.grad is not None:
-                    terms.append((lin.weight.detach().double() * lin.weight.grad.double()).abs())
-        per.append(_sum(cap, terms))
-    return per
+def _cell_terms(cell: Any) -> Iterator[torch.Tensor]:
+    for lins in cell.weights.values():
+        for lin in list(lins)[1:]:  # every weight of a linear node but its first, as published
+            if lin.weight.grad is not None:
+                yield (lin.weight.detach().double() * lin.weight.grad.double()).abs()
 
 
 @register("synaptic_saliency", space=S, needs={"loss_backward"}, paper="synaptic_saliency", group=("paper",), version=2)
@@ -152,10 +148,10 @@ def synaptic_saliency(cap: Capture) -> ProxyValue:
     """Sum of |W * dR/dW|, R = |y|^2 / 2 (the published y.backward(y)), over the cells'
     linear weights (all but each node's first) and the decoder (tied to the embedding:
     under ``rnn_output`` the decoder is not applied and its gradient is the embedding's)."""
-    per = _cell_saliency(cap)
     dec = cap.model.decoder.weight
-    d = _sum(cap, [(dec.detach().double() * dec.grad.double()).abs()]) if dec.grad is not None else 0.0
-    return ProxyValue(sum(per) + d, per)
+    decoder = [(dec.detach().double() * dec.grad.double()).abs()] if dec.grad is not None else None
+    *per, d = _sums(cap, [*(_cell_terms(c) for c in cap.model.cells), decoder or []])
+    return ProxyValue(sum(per) + (d if decoder is not None else 0.0), per)
 
 
 @register("hidden_synaptic_saliency", space=S, needs={"loss_backward", "input_grad", "noise_jacobians"},
@@ -167,10 +163,10 @@ def hidden_synaptic_saliency(cap: Capture) -> ProxyValue:
     pass's gradient); under ``decoder_logits`` over the one pass, R = |logits|^2 / 2."""
     if "hidden_passes" in cap.extra:
         n = len(cap.model.cells)
-        per = [_sum(cap, [(hs[i].double() * gs[i].double()).abs() for _, hs, gs in cap.extra["hidden_passes"]])
-               for i in range(n)]
+        per = _sums(cap, [[(hs[i].double() * gs[i].double()).abs() for _, hs, gs in cap.extra["hidden_passes"]]
+                          for i in range(n)])
     else:
-        per = [tsum([(h.double() * g.double()).abs()]) for h, g in zip(cap.hidden_states, cap.hidden_grads)]
+        per = group_sums([[(h.double() * g.double()).abs()] for h, g in zip(cap.hidden_states, cap.hidden_grads)])
     return ProxyValue(sum(per), per)
 
 
@@ -183,13 +179,14 @@ def num_params(cap: Capture) -> ProxyValue:
 @register("grad_norm", space=S, needs={"loss_backward"}, group=("baseline",), version=2)
 def grad_norm(cap: Capture) -> ProxyValue:
     """Sum over the cells' parameter tensors of the L2 norm of dR/dW."""
-    f = lambda ps: float(sum(float(p.grad.double().norm()) for p in ps if p.grad is not None))  # noqa: E731
-    per = [f(c.parameters()) for c in cap.model.cells]
+    cells = [[p for p in c.parameters() if p.grad is not None] for c in cap.model.cells]
+    _, per = module_sums(lambda p: p.grad.double().norm(), [p for ps in cells for p in ps], cells)
     return ProxyValue(sum(per), per)
 
 
 @register("snip", space=S, needs={"loss_backward"}, group=("baseline",), version=2)
 def snip(cap: Capture) -> ProxyValue:
     """Sum over every cell weight of |w * dR/dw|."""
-    per = [tsum((p.detach().double() * p.grad.double()).abs() for p in c.parameters() if p.grad is not None) for c in cap.model.cells]
+    per = group_sums([((p.detach().double() * p.grad.double()).abs() for p in c.parameters() if p.grad is not None)
+                      for c in cap.model.cells])
     return ProxyValue(sum(per), per)

@@ -54,6 +54,8 @@ from .._torch import torch
 from torch import nn
 
 from .capture import Capture, objective_value
+from .common import host_values, module_sums
+from .placement import host_normal_
 from .registry import ProxyValue, register
 
 S = "flexibert"
@@ -72,11 +74,10 @@ def linears(module: nn.Module) -> list[nn.Linear]:
     return [m for m in module.modules() if isinstance(m, nn.Linear)]
 
 
-def _by_layer(cap: Capture, term: Callable[[nn.Linear], float]) -> ProxyValue:
-    """Sum of ``term`` over every Linear of the model; per layer: each encoder layer's sum."""
-    total = float(sum(term(m) for m in linears(cap.model)))
-    per = [float(sum(term(m) for m in linears(layer))) for layer in cap.model.layers]
-    return ProxyValue(total, per)
+def _by_layer(cap: Capture, term: Callable[[nn.Linear], float | torch.Tensor]) -> ProxyValue:
+    """Sum of ``term`` over every Linear of the model; per layer: each encoder layer's sum
+    (each term computed once, all copied to the host together: :func:`.common.module_sums`)."""
+    return ProxyValue(*module_sums(term, linears(cap.model), [linears(layer) for layer in cap.model.layers]))
 
 
 def _by_layer_values(cap: Capture, values: dict[int, float]) -> ProxyValue:
@@ -104,8 +105,8 @@ def _run(model: nn.Module, cap: Capture, words: torch.Tensor | None = None) -> t
 
 
 # -- L2 norm -----------------------------------------------------------------------------------
-def _l2(m: nn.Linear) -> float:
-    return float(m.weight.detach().double().norm())
+def _l2(m: nn.Linear) -> torch.Tensor:
+    return m.weight.detach().double().norm()
 
 
 @register("l2_norm", space=S, group=("standard",))
@@ -120,14 +121,13 @@ def l2_norm(cap: Capture) -> ProxyValue:
 def l2_norm_nlp(cap: Capture) -> ProxyValue:
     """L2 norm over every Linear of the language model: the cells' linear nodes and the
     decoder (its weight is the tied embedding's); per layer: each cell's."""
-    total = float(sum(_l2(m) for m in linears(cap.model)))
-    return ProxyValue(total, [float(sum(_l2(m) for m in linears(c))) for c in cap.model.cells])
+    return ProxyValue(*module_sums(_l2, linears(cap.model), [linears(c) for c in cap.model.cells]))
 
 
 # -- plain -------------------------------------------------------------------------------------
-def _plain(m: nn.Linear) -> float:
+def _plain(m: nn.Linear) -> float | torch.Tensor:
     g = m.weight.grad
-    return 0.0 if g is None else float((m.weight.detach().double() * g.double()).sum())
+    return 0.0 if g is None else (m.weight.detach().double() * g.double()).sum()
 
 
 @register("plain", space=S, needs={"backward"}, group=("standard",))
@@ -144,8 +144,7 @@ def plain_nlp(cap: Capture) -> ProxyValue:
     protocol's y.backward(y) objective (R = |y|^2 / 2, as ``snip`` here); per layer:
     each cell's. Under ``rnn_output`` the decoder is not applied and its (tied) weight's
     gradient is the embedding's, which NASLib's per-Linear loop reads too."""
-    total = float(sum(_plain(m) for m in linears(cap.model)))
-    return ProxyValue(total, [float(sum(_plain(m) for m in linears(c))) for c in cap.model.cells])
+    return ProxyValue(*module_sums(_plain, linears(cap.model), [linears(c) for c in cap.model.cells]))
 
 
 # -- Fisher ------------------------------------------------------------------------------------
@@ -184,7 +183,8 @@ def fisher_per_linear(model: nn.Module, cap: Capture) -> dict[int, float]:
     finally:
         for h in handles:
             h.remove()
-    return {id(m): float(fisher[id(m)].abs().sum()) * m.weight.shape[1] for m in mods if id(m) in fisher}
+    got = [m for m in mods if id(m) in fisher]
+    return {id(m): v * m.weight.shape[1] for m, v in zip(got, host_values(fisher[id(m)].abs().sum() for m in got))}
 
 
 @register("fisher", space=S, needs={"model"}, group=("standard",))
@@ -217,8 +217,9 @@ def grasp_per_linear(model: nn.Module, cap: Capture) -> dict[int, float]:
         w.grad = None
     if isinstance(z, torch.Tensor) and z.requires_grad:
         z.backward()
-    return {id(m): (0.0 if m.weight.grad is None else float((-m.weight.detach().double() * m.weight.grad.double()).sum()))
-            for m in mods}
+    vals = host_values(0.0 if m.weight.grad is None else (-m.weight.detach().double() * m.weight.grad.double()).sum()
+                       for m in mods)
+    return {id(m): v for m, v in zip(mods, vals)}
 
 
 @register("grasp", space=S, needs={"model"}, group=("standard",))
@@ -251,7 +252,7 @@ def input_jacobian_rows(model: nn.Module, cap: Capture) -> np.ndarray:
         words = model.embeddings.word(b.input_ids).detach().requires_grad_(True)
         out = _run(model, cap, words)
     (g,) = torch.autograd.grad(objective_value(out, cap.objective, _seed(cap)), [words])
-    return g.detach().double().reshape(g.shape[0], -1).numpy()
+    return g.detach().double().reshape(g.shape[0], -1).cpu().numpy()
 
 
 @register("epe_nas", space=S, needs={"model"}, group=("standard",))
@@ -271,18 +272,19 @@ def epe_nas_nlp(cap: Capture) -> ProxyValue:
     (EPE-NAS's own y.backward(ones_like(y))), one row per sequence, every sequence one
     class."""
     g = cap.input_grad
-    return ProxyValue(epe_score(g.detach().double().transpose(0, 1).reshape(g.shape[1], -1).numpy()))
+    return ProxyValue(epe_score(g.detach().double().transpose(0, 1).reshape(g.shape[1], -1).cpu().numpy()))
 
 
 # -- Zen-score ---------------------------------------------------------------------------------
 def gaussian_init(model: nn.Module) -> None:
     """NASLib's ``network_weight_gaussian_init``: Linear weights N(0, 1), biases 0 (Conv2d
     the same, BatchNorm2d/GroupNorm 1 / 0; FlexiBERT has neither), in ``modules()`` order;
-    embeddings and LayerNorms untouched (LayerNorms are 1 / 0 at initialisation)."""
+    embeddings and LayerNorms untouched (LayerNorms are 1 / 0 at initialisation). The
+    normal draws come from the CPU generator wherever the model is (:func:`.placement.host_normal_`)."""
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, (nn.Conv2d, nn.Linear)):
-                nn.init.normal_(m.weight)
+                host_normal_(m.weight)
                 if m.bias is not None:
                     nn.init.zeros_(m.bias)
             elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)) and m.weight is not None:
@@ -303,12 +305,12 @@ def zen_value(model: nn.Module, cap: Capture, mixup_gamma: float = ZEN_MIXUP_GAM
     b = cap.batch
     B, T = b.input_ids.shape
     E = model.embeddings.word.embedding_dim
-    dtype = model.embeddings.word.weight.dtype
+    dtype, device = model.embeddings.word.weight.dtype, model.embeddings.word.weight.device
     with torch.random.fork_rng(devices=[]), torch.no_grad():
         torch.manual_seed(seed)
         gaussian_init(model)
-        x = torch.randn(B, T, E, dtype=dtype)
-        x2 = torch.randn(B, T, E, dtype=dtype)
+        x = torch.randn(B, T, E, dtype=dtype).to(device)  # drawn on the CPU wherever the model is
+        x2 = torch.randn(B, T, E, dtype=dtype).to(device)
         torch.manual_seed(seed)
         out = _run(model, cap, x)
         torch.manual_seed(seed)

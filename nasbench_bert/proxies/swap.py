@@ -40,8 +40,10 @@ def count_patterns(acts: torch.Tensor) -> int:
     cols = []
     for start in range(0, b, _DIGITS):
         chunk = codes[:, start:start + _DIGITS]
-        weights = 3 ** torch.arange(chunk.shape[1], dtype=torch.int64)
-        cols.append(chunk @ weights)
+        weights = 3 ** torch.arange(chunk.shape[1], dtype=torch.int64, device=chunk.device)
+        # integer products: exact (modulo 2^64) in any order, so the CPU's matmul and the sum
+        # a GPU runs (CUDA has no int64 matmul) give the same codes
+        cols.append(chunk @ weights if chunk.device.type == "cpu" else (chunk * weights).sum(1))
     packed = torch.stack(cols, 1) if len(cols) > 1 else cols[0]
     return int(torch.unique(packed, dim=0).shape[0]) if packed.dim() == 2 else int(torch.unique(packed).numel())
 

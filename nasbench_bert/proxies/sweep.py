@@ -16,6 +16,15 @@ core). Each cache part records the count in ``threads``, checked like the seed a
 batch: a part computed under another count, or by a version that did not record it, is
 computed again rather than mixed in. (Hardware sweeps set their own, recorded, count:
 latency is what they measure, see :mod:`nasbench_bert.hardware`.)
+
+**The device is part of a value's provenance.** A GPU changes the last bits of a value
+as a thread count does (float64: within 1e-9 relative of the CPU's, tested on a CUDA
+machine), so ``device`` (canonical, :func:`nasbench_bert.devices.check_device`) is part
+of every task's identity and of every row: a cache keeps CPU values and GPU values in
+parts of their own and never serves one for the other, and compute()'s frame has a
+``device`` column (a string: scoring never takes it for a proxy). With a CUDA device and
+``jobs > 1`` the worker processes are spawned, not forked (CUDA does not survive a fork),
+and share the GPU.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from scipy.stats import rankdata
 
 from ..benchmark.flexibert import ensure_benchmark
 from ..checks import check_choice, check_int, check_names, check_seed
+from ..devices import DEFAULT_DEVICE, check_device, is_cuda
 from ..errors import InvalidArgumentError
 from ..executors import check_executor
 from ..semantics import DEFAULT_SEMANTICS, Semantics, SemanticsLike, get_semantics
@@ -49,7 +59,8 @@ from .spaces import PROXY_SPACES, proxy_space
 #: not depend on how the sweep ran); recorded in each cache part as ``threads``
 WORKER_THREADS = 1
 #: fields of a cache part that are not columns of compute()'s frame (provenance of the
-#: part; a numeric column there would be scored as if it were a proxy)
+#: part; a numeric column there would be scored as if it were a proxy). ``device`` is a
+#: column: a string, and where the values came from
 _PART_ONLY = ("threads",)
 
 #: rank combinations computed across the compared set, not per arch (FlexiBERT's NTSR)
@@ -106,13 +117,17 @@ class ProxyTask:
     dtype: str
     threads: int  # torch intra-op threads the worker computes with (WORKER_THREADS)
     refresh: bool = False  # compute again whatever the cache holds (compute(refresh=True))
+    #: where the model runs ("cpu", "cuda:0", ...): part of the cache key and of every row, so
+    #: a cache never mixes values computed on different devices
+    device: str = "cpu"
 
     def identity(self) -> list[Any]:
-        return [self.ident["arch"], self.semantics.key, self.seed, self.spec.key, self.objective, self.dtype]
+        return [self.ident["arch"], self.semantics.key, self.seed, self.spec.key, self.objective, self.dtype, self.device]
 
     def expect(self) -> dict[str, Any]:
         return {"arch": self.ident["arch"], "semantics": self.semantics.key, "objective": self.objective,
-                "dtype": self.dtype, "seed": self.seed, "batch": self.spec.key, "threads": self.threads}
+                "dtype": self.dtype, "seed": self.seed, "batch": self.spec.key, "threads": self.threads,
+                "device": self.device}
 
     def accepts(self, row: dict[str, Any]) -> bool:
         """Every proxy asked for is in the row, at its current version, without an error
@@ -151,7 +166,8 @@ def _work(task: ProxyTask) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
         with torch_threads(task.threads):
-            row = run_one(task.space, task.key, proxies, task.spec, batch, task.semantics, task.seed, task.dtype)
+            row = run_one(task.space, task.key, proxies, task.spec, batch, task.semantics, task.seed, task.dtype,
+                          task.device)
         row["error"] = None
     except Exception as e:  # isolate: the sweep goes on, the row says why
         row = {p.name: math.nan for p in proxies}
@@ -163,7 +179,8 @@ def _work(task: ProxyTask) -> dict[str, Any]:
 
 def _finish(task: ProxyTask, row: dict[str, Any]) -> dict[str, Any]:
     return {**task.ident, "semantics": task.semantics.key, "objective": task.objective, "seed": task.seed,
-            "batch": task.spec.key, "dtype": task.dtype, "proxy_versions": task.versions, "threads": task.threads, **row}
+            "batch": task.spec.key, "dtype": task.dtype, "proxy_versions": task.versions, "threads": task.threads,
+            "device": task.device, **row}
 
 
 @dataclass(frozen=True)
@@ -215,6 +232,7 @@ def compute(
     ray_address: str | None = None,
     slurm: SlurmResources | None = None,
     refresh: bool = False,
+    device: str = DEFAULT_DEVICE,
 ) -> pd.DataFrame:
     """Compute proxies for ``archs``; one row per arch.
 
@@ -238,7 +256,7 @@ def compute(
 
     Columns: the identifying ``id``/``key``/``arch``, ``semantics`` (canonical name),
     ``objective`` (what the gradient proxies differentiated), ``seed``, ``batch``,
-    ``dtype``, one column per proxy, ``<proxy>__layers`` (per-layer values),
+    ``dtype``, ``device`` (where the models ran), one column per proxy, ``<proxy>__layers`` (per-layer values),
     timings (``seconds``, ``seconds_pass``, ``seconds_proxies``), ``error`` (None, or
     why the arch failed: its proxies are NaN) and ``proxy_versions``. With ``cache`` (a
     folder), the sweep engine (:mod:`nasbench_bert.sweep`) writes each finished arch as
@@ -255,32 +273,47 @@ def compute(
     count is restored afterwards), so a value is the same bits from every executor and
     process, and a cache never mixes values from different thread counts. A failed proxy's
     part is tried again next call; ``refresh=True`` reuses no part (and overwrites them).
+    ``device``: ``"cpu"`` (default), ``"cuda"``, ``"cuda:<i>"`` or ``"auto"``, checked before
+    any work (:mod:`nasbench_bert.devices`); part of the cache key and of every row (see the
+    module docstring: a GPU value is the CPU's up to rounding).
     """
     adapter = proxy_space(space)
     res = check_slurm(check_executor(executor, ray_address), slurm)
+    device = check_device(device, executor=executor, slurm=res)
     st = _settings(space, semantics, seed, batch, protocol)
     dtype = check_choice("dtype", dtype, DTYPES)
     jobs = check_int("jobs", jobs, low=1)
-    if isinstance(archs, (str, bytes, dict)) or not isinstance(archs, Iterable):
-        raise InvalidArgumentError(f"archs = {archs!r} is not allowed; allowed: a list of archs (ids, Arch, strings, "
-                                   "release dicts; NLP: recipes or (label, recipe) pairs)")
+    archs = _archs(archs)
     plist, combined = resolve_proxies(space, proxies)
-    archs = list(archs)
     items = adapter.items(archs, ensure_benchmark(bench, archs) if space == "flexibert" else bench)
     cache_parts = PartCache.open(cache, "parquet", "arch")
     names = tuple(p.name for p in plist)
-    tasks = _tasks(space, items, plist, st, dtype, refresh)
-    how = SweepRun(executor, jobs, ray_address, slurm=res,
-                   label=(lambda todo, hits: f"{space} proxies ({todo} to compute, {hits} cached)") if progress else None)
-    done = run_sweep(_work, tasks, cache_parts, _finish, how)
+    tasks = _tasks(space, items, plist, st, dtype, refresh, device)
+    done = run_sweep(_work, tasks, cache_parts, _finish, _how(space, executor, jobs, ray_address, res, device, progress))
     others = set(registry.REGISTRY[space]) - set(names)  # a part may hold more proxies than were asked for
     rows = [{**_only(row, others), **t.ident, "cached": True} if hit else {**_only(row, set()), "cached": False}
             for t, (row, hit) in zip(tasks, done)]
     return _frame(rows, names, combined)
 
 
+def _archs(archs: Any) -> list[Any]:
+    """The archs of a sweep as a list; a single arch or a non-iterable is refused."""
+    if isinstance(archs, (str, bytes, dict)) or not isinstance(archs, Iterable):
+        raise InvalidArgumentError(f"archs = {archs!r} is not allowed; allowed: a list of archs (ids, Arch, strings, "
+                                   "release dicts; NLP: recipes or (label, recipe) pairs)")
+    return list(archs)
+
+
+def _how(space: str, executor: str, jobs: int, ray_address: str | None, res: SlurmResources | None, device: str,
+         progress: bool) -> SweepRun:
+    """Where the sweep runs: on a GPU, ``jobs`` worker processes are spawned (CUDA does not
+    survive a fork) and share the device."""
+    return SweepRun(executor, jobs, ray_address, slurm=res, start_method="spawn" if is_cuda(device) else None,
+                    label=(lambda todo, hits: f"{space} proxies ({todo} to compute, {hits} cached)") if progress else None)
+
+
 def _tasks(space: str, items: Sequence[tuple[dict[str, Any], Any]], plist: Sequence[registry.Proxy], st: _Settings,
-           dtype: str, refresh: Any) -> list[ProxyTask]:
+           dtype: str, refresh: Any, device: str = DEFAULT_DEVICE) -> list[ProxyTask]:
     """One task per arch, each carrying every proxy's version (the cache key's definition
     part); ``refresh`` (checked here) makes every task refuse what the cache holds."""
     if not isinstance(refresh, bool):
@@ -288,7 +321,7 @@ def _tasks(space: str, items: Sequence[tuple[dict[str, Any], Any]], plist: Seque
     names = tuple(p.name for p in plist)
     versions = json.dumps({p.name: p.version for p in plist}, sort_keys=True)
     return [ProxyTask(space, ident, key, names, versions, st.spec, st.semantics, st.objective, st.seed, dtype,
-                      WORKER_THREADS, refresh) for ident, key in items]
+                      WORKER_THREADS, refresh, device) for ident, key in items]
 
 
 def _only(row: dict[str, Any], others: set[str]) -> dict[str, Any]:
@@ -302,8 +335,8 @@ def _frame(rows: list[dict[str, Any]], names: Sequence[str], combined: list[str]
     """The sweep's rows as one frame: per-layer lists decoded, rank combinations added."""
     df = pd.DataFrame(rows)
     if df.empty:  # no archs given: the same columns, no rows
-        return pd.DataFrame(columns=["arch", "semantics", "objective", "seed", "batch", "dtype", *names, *combined, "error",
-                                     "seconds", "cached"])
+        return pd.DataFrame(columns=["arch", "semantics", "objective", "seed", "batch", "dtype", "device", *names, *combined,
+                                     "error", "seconds", "cached"])
     for c in df.columns:
         if c.endswith("__layers"):
             df[c] = [json.loads(v) if isinstance(v, str) else v for v in df[c]]

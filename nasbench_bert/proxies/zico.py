@@ -67,6 +67,7 @@ from torch import nn
 
 from .capture import Capture, objective_value
 from .capture_nlp import _notebook_embedding
+from .common import host_values
 from .registry import ProxyValue, register
 
 #: how many equal mini-batches the proxy batch is split into (ZiCo needs >= 2)
@@ -76,24 +77,32 @@ MINIBATCHES = 2
 MODULE_TYPES: tuple[type[nn.Module], ...] = (nn.Linear, nn.Conv1d, nn.Conv2d)
 
 
+def _ratio_sum(grads: torch.Tensor) -> torch.Tensor:
+    """sum over std != 0 of mean|g| / std(g), on the gradients' device (0-dim)."""
+    g = grads.double()
+    std = (g - g.mean(dim=0)).pow(2).mean(dim=0).sqrt()
+    return torch.where(std != 0, g.abs().mean(dim=0) / std, g.new_zeros(())).sum()
+
+
+def _term(s: float) -> float | None:
+    return None if s == 0 else math.log(s)
+
+
 def module_term(grads: torch.Tensor) -> float | None:
     """One module's ZiCo term from its (K, n) stack of per-mini-batch weight gradients:
     log(sum over std != 0 of mean|g| / std(g)), or None when that sum is 0 (the
     authors' code then adds nothing). std is ``np.std``'s: sqrt(mean((g - mean g)^2))."""
-    g = grads.double()
-    std = (g - g.mean(dim=0)).pow(2).mean(dim=0).sqrt()
-    ratio = torch.where(std != 0, g.abs().mean(dim=0) / std, torch.zeros((), dtype=g.dtype))
-    s = float(ratio.sum())
-    return None if s == 0 else math.log(s)
+    return _term(float(_ratio_sum(grads)))
 
 
 def zico_from_gradients(per_module: dict[str, Sequence[torch.Tensor]],
                         groups: Sequence[Callable[[str], bool]] = ()) -> ProxyValue:
     """ZiCo of per-module gradient lists (one flattened weight gradient per mini-batch);
     per layer: the sum of the terms of the modules each predicate of ``groups`` selects."""
+    sums = host_values(_ratio_sum(torch.stack([g.reshape(-1) for g in gs])) for gs in per_module.values())
     terms = {}
-    for name, gs in per_module.items():
-        t = module_term(torch.stack([g.reshape(-1) for g in gs]))
+    for name, s in zip(per_module, sums):  # one host copy for the model, not one per module
+        t = _term(s)
         terms[name] = 0.0 if t is None else t
     per = [sum(v for n, v in terms.items() if sel(n)) for sel in groups]
     return ProxyValue(sum(terms.values()), per)
