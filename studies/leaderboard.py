@@ -2,20 +2,21 @@
 parameter counts, the trivial spec baselines and the published records, side by side,
 under the field's metrics.
 
-    python -m studies.leaderboard [--out docs/leaderboard.md] [--cache data/proxy-cache]
-                                  [--bootstrap 1000] [--render-only]
+    python -m studies.leaderboard [--out docs/leaderboard.md] [--bootstrap 1000] [--render-only]
 
-Live values come from the proxy cache (``--cache/<semantics>/``, written by
-``studies.proxy_study``; W-PCA and the non-embedding count in
-``--cache/leaderboard-<semantics>/``); whatever is missing is computed (resumable; about
-an hour for everything from scratch here, a minute when cached). Stored values are the
-release's. Scores (``nasbench_bert.scoring.score``, 95 % bootstrap intervals over the
-500 ids): Kendall tau-b, the expected tau-b under random tie-breaking, Spearman rho,
-NSC's 10 %-PW tau (as-specified parameter count), the within-cell tau (pairs of one
-(layers, hidden size) cell) and the within-arch tau (pairs of equal layers, hidden size
-and total heads), each as tau-b and tie-broken, Kendall's partial tau given the
-as-trained parameter count, top-10 % precision, and the cost per arch. The
-noise ceilings come from :func:`nasbench_bert.surrogate.noise.rank_ceilings`.
+Live values are the proxy-values table of the data release (``Benchmark.proxy_values``,
+read through :mod:`studies.table_values`): no cache, no sweep, so every figure can be
+recomputed from the table alone with the package's public metrics, and the JSON records
+the table's sha256. Stored values are the release's. Scores
+(``nasbench_bert.scoring.score``, 95 % bootstrap intervals over the 500 ids): Kendall
+tau-b, the expected tau-b under random tie-breaking, Spearman rho, NSC's 10 %-PW tau
+(as-specified parameter count), the within-cell tau (pairs of one (layers, hidden size)
+cell) and the within-arch tau (pairs of equal layers, hidden size and total heads), each
+as tau-b and tie-broken, Kendall's partial tau given the as-trained parameter count,
+top-10 % precision, and the cost per arch where the table was built. The noise ceilings
+come from :func:`nasbench_bert.surrogate.noise.rank_ceilings`. A proxy that is rounding
+noise by construction (the table's provenance lists them) is marked *noise* and never
+named by a verdict. The page opens with a figure (:mod:`studies.leaderboard_figure`).
 """
 
 from __future__ import annotations
@@ -52,20 +53,6 @@ PUBLISHED: list[dict[str, Any]] = [
      "source": "not verified here"},
 ]
 
-#: the proxies of each cache layer after the first (the paper's, ETAS's and the baselines of
-#: ``studies.proxy_study``, in ``--cache/<semantics>/``): W-PCA and the non-embedding count in
-#: ``--cache/leaderboard-<semantics>/``; the published proxies of later papers (on the same
-#: live batch, every semantics) in ``--cache/leaderboard-published-<semantics>/``; the field's
-#: standard set (NAS-Bench-Suite-Zero's measures, ZiCo, MeCo) in
-#: ``--cache/leaderboard-standard-<semantics>/``. Each layer is one sweep (one shared pass per
-#: arch), so adding a layer never recomputes the others.
-NEW = ["w_pca", "nonembedding_params"]
-PUBLISHED_LIVE = ["lpzero", "swap", "w_pca_first", "nsc", "nsc_model", "zerolm", "zerolm_model"]
-STANDARD_LIVE = ["epe_nas", "fisher", "grasp", "l2_norm", "plain", "zen", "zico", "meco"]
-LAYERS: tuple[tuple[str, list[str]], ...] = (
-    ("leaderboard-{sem}", NEW), ("leaderboard-published-{sem}", PUBLISHED_LIVE),
-    ("leaderboard-standard-{sem}", STANDARD_LIVE),
-)
 #: proxies whose definition holds a constant chosen by looking at GLUE on ids 0-249
 #: (ZeroLM's alpha, :data:`nasbench_bert.proxies.nsc.ZEROLM_ALPHA`): the leaderboard scores
 #: them on ids 250-499 only, the half the choice never saw
@@ -76,38 +63,17 @@ HELD_OUT_IDS = range(250, 500)
 SEMANTICS_FREE = ("nsc", "zerolm")
 
 
-def _layered(sem: str) -> list[tuple[str, list[str]]]:
-    """The cache layers of a semantics whose proxies are registered (a layer's proxies are
-    registered by the package version that computes it)."""
-    from nasbench_bert.proxies.registry import REGISTRY
+def _live(bench: Any, sem: str) -> pd.DataFrame:
+    """The live values of one semantics, from the proxy-values table: every proxy but the
+    trivial spec rules (scored as baselines of their own); the readings no semantics changes
+    (:data:`SEMANTICS_FREE`) only under as_trained; ZeroLM's fitted forms only on the ids
+    its alpha never saw."""
+    from studies.table_values import live, scored_proxies
 
-    return [(d.format(sem=sem), [n for n in names if n in REGISTRY["flexibert"]]) for d, names in LAYERS]
-
-
-def _live(bench: Any, sem: str, cache: Path, jobs: int = 1) -> pd.DataFrame:
-    from nasbench_bert import proxies
-
-    later = {n for _, names in LAYERS for n in names}
-    # the training-free proxies of the seed paper and ETAS, and the size counts; the layers
-    # above add the rest; the trivial baselines are scored from the spec (leaderboard())
-    names = "paper" if sem == "authors" else [
-        p.name for p in proxies.get("flexibert", "all")
-        if p.name not in later and not p.analytic and not p.model_only and "published" not in p.group
-        and "standard" not in p.group] + ["ntsr"]
-    out = proxies.compute(range(len(bench)), names, semantics=sem, bench=bench, cache=cache / sem, progress=True,
-                          jobs=jobs)
-    for sub, layer in _layered(sem):
-        if not layer:
-            continue
-        new = proxies.compute(range(len(bench)), layer, semantics=sem, bench=bench, cache=cache / sub,
-                              progress=True, jobs=jobs)
-        # cached rows of the other proxies may carry older versions of the new ones: the new cache wins
-        out = out.drop(columns=[c for c in out.columns if c.split("__")[0] in layer])
-        keep = [c for c in new.columns if c.split("__")[0] in layer and not c.endswith("__layers")]
-        new = new[["id", *keep, "seconds_pass"]].rename(columns={"seconds_pass": f"seconds_pass__{_layer_key(sub)}"})
-        out = out.merge(new, on="id", suffixes=("", "_dup"))
-    if sem != "as_trained":
-        out = out.drop(columns=[c for c in out.columns if c.split("__")[0] in SEMANTICS_FREE])
+    full = live(bench, sem)
+    keep = [c for c in scored_proxies(full) if sem == "as_trained" or c not in SEMANTICS_FREE]
+    out = full[["id", "arch", *keep]].copy()
+    out.attrs = full.attrs
     for n in FITTED_ON_FIRST_HALF & set(out.columns):
         out.loc[~out["id"].isin(HELD_OUT_IDS), n] = np.nan
     return out
@@ -171,31 +137,6 @@ def _few_values_note(df: pd.DataFrame, proxy: str, note: Any) -> Any:
     return "; ".join(x for x in (note if isinstance(note, str) else "", text) if x)
 
 
-def _layer_key(sub: str) -> str:
-    """The suffix of a layer's pass-time column: its cache directory without the semantics."""
-    return sub.rsplit("-", 1)[0] if sub.count("-") else sub
-
-
-def _cost(df: pd.DataFrame, name: str) -> float:
-    """Mean seconds per arch: the shared pass of the proxy's layer plus the proxy's own
-    evaluation (a score of the spec alone builds no model: its own time only)."""
-    from nasbench_bert.proxies.registry import REGISTRY
-
-    own = df.get(f"{name}__seconds")
-    if own is None:
-        return float("nan")
-    proxy = REGISTRY["flexibert"].get(name)
-    if proxy is not None and proxy.analytic:
-        return float(np.nanmean(own.to_numpy(float)))
-    pas = df.get("seconds_pass")
-    for d, names in LAYERS:
-        if name in names:
-            pas = df.get(f"seconds_pass__{_layer_key(d.format(sem='x'))}")
-    if pas is None:
-        return float("nan")
-    return float(np.nanmean(own.to_numpy(float) + pas.to_numpy(float)))
-
-
 def _analytic_cost() -> float:
     from nasbench_bert.sizes import flexibert_num_params
     from nasbench_bert.spaces.flexibert import FLEXIBERT_SPACE
@@ -207,20 +148,22 @@ def _analytic_cost() -> float:
     return (time.perf_counter() - t) / len(archs)
 
 
-def leaderboard(bench: Any, cache: Path, bootstrap: int = 1000, jobs: int = 1) -> pd.DataFrame:
+def leaderboard(bench: Any, bootstrap: int = 1000) -> pd.DataFrame:
     from nasbench_bert.scoring import score, score_stored
+
+    from studies.table_values import noise, seconds_per_row
 
     rows = []
     frames: dict[str, pd.DataFrame] = {}
     for sem in ("as_trained", "as_specified", "authors"):
-        df = _live(bench, sem, cache, jobs)
+        df = _live(bench, sem)
         frames[sem] = df
-        cols = [c for c in df.columns if c not in ("id", "arch") and "__" not in c and not c.startswith("seconds")
-                and not c.endswith("_dup") and pd.api.types.is_numeric_dtype(df[c]) and c not in ("seed", "cached")]
+        cols = [c for c in df.columns if c not in ("id", "arch")]
         s = score(df, "glue", proxies=cols, control="num_params_as_trained", bench=bench, bootstrap=bootstrap)
         s["semantics"] = sem
         s["source"] = "live"
-        s["seconds_per_arch"] = [_cost(df, p) for p in s.proxy]
+        s["seconds_per_arch"] = [seconds_per_row(df, p) for p in s.proxy]
+        s["noise"] = s["proxy"].isin(noise(df))
         fitted = s["proxy"].isin(FITTED_ON_FIRST_HALF)
         if "note" not in s.columns:
             s["note"] = None
@@ -230,7 +173,7 @@ def leaderboard(bench: Any, cache: Path, bootstrap: int = 1000, jobs: int = 1) -
             "; ".join(x for x in (str(n) if isinstance(n, str) else "", "scored on ids 250-499 only: its alpha was "
                                   "chosen on ids 0-249 (the best Spearman rho there, the NSC authors' rule)") if x)
             for n in s.loc[fitted, "note"]]
-        s["batch"] = df["batch"].iloc[0]
+        s["batch"] = df.attrs.get("batch")
         rows.append(s)
     st = score_stored("flexibert", bench=bench, bootstrap=bootstrap)
     # score_stored also ranks the package's own size columns; they are the analytic-count rows below
@@ -260,9 +203,11 @@ def leaderboard(bench: Any, cache: Path, bootstrap: int = 1000, jobs: int = 1) -
     rows.append(sb)
     out = pd.concat(rows, ignore_index=True)
     out["size_like"] = out["proxy"].isin(SIZE_LIKE) | (out["source"] == "analytic count")
+    out["noise"] = out["noise"].eq(True)
     out["partial_ci_low"] = out["partial_ci_high"] = np.nan
     # bootstrap intervals of the partial tau, for the live training-free proxies that add most beyond size
-    top = out[(out.source == "live") & ~out.size_like].sort_values("partial_tau_given_params", ascending=False).head(6)
+    top = out[(out.source == "live") & ~out.size_like & ~out.noise].sort_values("partial_tau_given_params",
+                                                                                 ascending=False).head(6)
     for i, r in top.iterrows():
         out.loc[i, ["partial_ci_low", "partial_ci_high"]] = _partial_ci(frames[r.semantics], r.proxy, flex, bootstrap)
     # sorted by the tie-broken tau: tau-b rewards ties (depth's two values earn 0.68 from them)
@@ -296,6 +241,12 @@ def _partial_ci(values: pd.DataFrame, proxy: str, flex: pd.DataFrame, bootstrap:
     return float(np.nanpercentile(b, 2.5)), float(np.nanpercentile(b, 97.5))
 
 
+def _dagger(v: Any, source: str) -> str:
+    """A live row's cost per arch, marked machine-dependent (†: check_pages compares it as †)."""
+    text = _fmt(v, 4)
+    return f"{text}†" if text and source == "live" else text
+
+
 def _fmt(v: Any, d: int = 3) -> str:
     return "" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f"{v:.{d}f}"
 
@@ -321,15 +272,14 @@ def _separation(values: dict[str, Any] | None) -> str:
     return ""
 
 
-def _values_of(bench: Any, proxy: str, semantics: str, source: str, cache: Path, jobs: int = 1) -> np.ndarray:
+def _values_of(bench: Any, proxy: str, semantics: str, source: str) -> np.ndarray:
     """One leaderboard row's values on the benchmark's ids in order (NaN where the row is
-    not scored): live as :func:`_live` gives them (from the cache when the leaderboard was
-    computed), stored from the release, analytic counts and trivial rules from the spec."""
+    not scored): live as :func:`_live` gives them (the proxy-values table), stored from the release, analytic counts and trivial rules from the spec."""
     from nasbench_bert.scoring import baseline_values, stored_values
 
     flex = bench.to_pandas().sort_values("id").reset_index(drop=True)
     if source == "live":
-        return _live(bench, semantics, cache, jobs).set_index("id")[proxy].reindex(flex["id"]).to_numpy(float)
+        return _live(bench, semantics).set_index("id")[proxy].reindex(flex["id"]).to_numpy(float)
     if source == "stored (release)":
         st = stored_values("flexibert", bench)[0].set_index("id")
         return st[proxy].reindex(flex["id"]).to_numpy(float)
@@ -367,11 +317,18 @@ def comparisons_table(comps: list[dict[str, Any]]) -> str:
     return "\n".join(rows) + "\n"
 
 
+def _free(lb: pd.DataFrame) -> pd.DataFrame:
+    """The training-free rows a verdict may name: live or stored, not a size count, and not
+    rounding noise by construction (a noise row's figure is not the proxy's)."""
+    noisy = lb["noise"].eq(True) if "noise" in lb.columns else pd.Series(False, index=lb.index)
+    return lb[lb.source.isin(["live", "stored (release)"]) & ~lb.size_like.astype(bool) & ~noisy]
+
+
 def verdict_candidates(lb: pd.DataFrame) -> list[tuple[str, str, str]]:
     """The training-free rows the verdict names: the best by tie-broken τ over all archs and
     the best by each within-cell τ (live or stored, not a size count), as (proxy,
     semantics, source), without repeats."""
-    free = lb[lb.source.isin(["live", "stored (release)"]) & ~lb.size_like.astype(bool)]
+    free = _free(lb)
     out: list[tuple[str, str, str]] = []
     for col in ("tau_tiebroken", "tau_within_cell", "tau_within_cell_tb"):
         r = free.sort_values(col, ascending=False, na_position="last").iloc[0]
@@ -380,8 +337,7 @@ def verdict_candidates(lb: pd.DataFrame) -> list[tuple[str, str, str]]:
     return out
 
 
-def verdict_comparisons(bench: Any, lb: pd.DataFrame, cache: Path, bootstrap: int = 1000,
-                        jobs: int = 1) -> list[dict[str, Any]]:
+def verdict_comparisons(bench: Any, lb: pd.DataFrame, bootstrap: int = 1000) -> list[dict[str, Any]]:
     """Paired differences (:func:`studies.verdicts.compare`) of the verdict's proxies
     (:func:`verdict_candidates`) against ``depth_then_width`` and ``depth_width_then_size``
     under the tie-broken τ and both within-cell τ, for the JSON's ``verdict_comparisons``."""
@@ -391,12 +347,12 @@ def verdict_comparisons(bench: Any, lb: pd.DataFrame, cache: Path, bootstrap: in
 
     flex = bench.to_pandas().sort_values("id").reset_index(drop=True)
     cells = rank_context(flex[["id"]], "flexibert", bench).cells
-    rules = {r: _values_of(bench, r, "as_trained", "trivial baseline (spec)", cache) for r in RULES}
+    rules = {r: _values_of(bench, r, "as_trained", "trivial baseline (spec)") for r in RULES}
     out: list[dict[str, Any]] = []
     named = verdict_candidates(lb)
     named += [t for t in NAMED_COMPARISONS if t not in named and ((lb.proxy == t[0]) & (lb.semantics == t[1])).any()]
     for proxy, sem, source in named:
-        x = _values_of(bench, proxy, sem, source, cache, jobs)
+        x = _values_of(bench, proxy, sem, source)
         for c in compare({proxy: x}, flex["glue"].to_numpy(float), cells, rules, bootstrap=bootstrap):
             out.append({**c.as_dict(), "semantics": sem, "source": source})
     return out
@@ -423,7 +379,7 @@ def _verdict_rules(lb: pd.DataFrame, comps: list[dict[str, Any]], depth_ranges: 
     """The verdict's first bullet: the best training-free proxy against both rules under the
     tie-broken τ, each with its paired difference; the headline follows the words."""
     base = lb[lb.source == "trivial baseline (spec)"].set_index("proxy")
-    free = lb[lb.source.isin(["live", "stored (release)"]) & ~lb.size_like.astype(bool)]
+    free = _free(lb)
     b = free.sort_values("tau_tiebroken", ascending=False).iloc[0]
     key = (b.proxy, b.semantics, b.source)
     ws = _words(comps, key, ("tau_tiebroken",))
@@ -453,7 +409,7 @@ def _verdict_rules(lb: pd.DataFrame, comps: list[dict[str, Any]], depth_ranges: 
 def _verdict_cells(lb: pd.DataFrame, comps: list[dict[str, Any]]) -> str:
     """The within-cell comparison: the best training-free proxy by each within-cell τ
     against ``depth_width_then_size`` (``depth_then_width`` orders no pair in a cell)."""
-    free = lb[lb.source.isin(["live", "stored (release)"]) & ~lb.size_like.astype(bool)]
+    free = _free(lb)
     parts = []
     for col, name in (("tau_within_cell", "τ-b"), ("tau_within_cell_tb", "tie-broken")):
         r = free.sort_values(col, ascending=False, na_position="last").iloc[0]
@@ -463,12 +419,29 @@ def _verdict_cells(lb: pd.DataFrame, comps: list[dict[str, Any]]) -> str:
             "there), the best training-free proxy by within-cell " + "; by within-cell ".join(parts) + ".")
 
 
+def _table_line(table: dict[str, Any] | None) -> str:
+    """Where the live values come from: the proxy-values table, by sha256 and build."""
+    if not table:
+        return ""
+    return (f"**The live values are the [proxy-values table](proxy_values.md)** (`bench.proxy_values(semantics)`; "
+            f"sha256 `{table['sha256'][:16]}…`, {table['rows']:,} rows), computed in {table['dtype']} by "
+            f"nasbench-bert {table['package_version']} on {table['machine']}, device `{table['device']}`, "
+            f"{table['built']}: every figure below can be recomputed from it with `nasbench_bert.scoring.score`. Rows "
+            "marked *noise* are rounding error by construction (the `authors` objective's gradient vanishes): their "
+            "figures are printed but are not the proxy's, and no verdict names them. *s / arch* is what a value cost "
+            "where the table was built (its own evaluation plus its layer's shared pass), a timing that depends on the "
+            "machine and its load (†).\n\n")
+
+
 def render(lb: pd.DataFrame, bootstrap: int, ceilings: dict[str, Any] | None = None,
            depth_ranges: dict[str, Any] | None = None, machine: str | None = None, batch: str | None = None,
-           comparisons: list[dict[str, Any]] | None = None) -> str:
+           comparisons: list[dict[str, Any]] | None = None, table: dict[str, Any] | None = None,
+           figure: str = "") -> str:
     """The page for a leaderboard frame (pure). ``ceilings``: :func:`rank_ceilings`;
     ``depth_ranges``: the best proxy's (min, max) per depth, keyed "2" and "4";
-    ``comparisons``: :func:`verdict_comparisons` (the verdict's paired differences)."""
+    ``comparisons``: :func:`verdict_comparisons` (the verdict's paired differences);
+    ``table``: :func:`studies.table_values.record` of the proxy-values table scored;
+    ``figure``: the markdown of the page's figure, placed first."""
     size = lb[(lb.proxy == "num_params_as_trained") & (lb.source == "analytic count")].iloc[0]
     live = lb[lb.source == "live"]
     base = lb[lb.source == "trivial baseline (spec)"]
@@ -481,6 +454,7 @@ def render(lb: pd.DataFrame, bootstrap: int, ceilings: dict[str, Any] | None = N
           f"`{batch if batch is not None else (live.batch.iloc[0] if len(live) else '')}`, one pass per arch; {bootstrap} bootstrap resamples of the ids "
           "for every 95 % interval. The later papers' proxies (NSC, ZeroLM, W-PCA, LPZero, SWAP) in their own "
           "protocols are on [Published proxies, reproduced](published.md).\n\n",
+          _table_line(table), figure,
           "**Which τ.** *τ-b* is scipy's Kendall τ-b (ties corrected). *Tie-broken τ* is the expected τ-b when the "
           "score's ties are broken at random: a rule with few distinct values (depth has two) earns τ-b from its "
           "ties, while a search that must pick one arch gets the tie-broken figure. *10 %-PW*: τ-b over the pairs "
@@ -544,12 +518,12 @@ def render(lb: pd.DataFrame, bootstrap: int, ceilings: dict[str, Any] | None = N
               "within arch, tie-broken [95 % CI] | partial τ given size | top-10 % | s / arch |\n"
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     for i, r in enumerate(lb.itertuples(), 1):
-        md.append(f"| {i} | {r.proxy}{' (size)' if r.size_like else ''} | {r.semantics} | {r.source} | "
+        md.append(f"| {i} | {r.proxy}{' (size)' if r.size_like else ''}{' (noise)' if getattr(r, 'noise', False) is True else ''} | {r.semantics} | {r.source} | "
                   f"{_ci(r, 'kendall_tau') if hasattr(r, 'kendall_tau_ci_low') else _fmt(r.kendall_tau) + f' [{_fmt(r.tau_ci_low)}, {_fmt(r.tau_ci_high)}]'} | "
                   f"{_ci(r, 'tau_tiebroken')} | {_fmt(r.spearman_rho)} | {_fmt(getattr(r, 'tau_pw10', np.nan))} | "
                   + "".join(f"{_ci(r, m)} | " for m in WITHIN)
                   + f"{_fmt(getattr(r, 'partial_tau_given_params', float('nan')))} | {_fmt(r.top10_precision, 2)} | "
-                  f"{_fmt(r.seconds_per_arch, 4)} |\n")
+                  f"{_dagger(r.seconds_per_arch, r.source)} |\n")
     if comparisons:
         md.append("\n## Against the one-line rules, paired\n\nEach row: the proxy and the rule scored on the same "
                   "bootstrap resamples of the 500 archs; the difference's 95 % interval decides the reading (above, "
@@ -576,13 +550,14 @@ def render(lb: pd.DataFrame, bootstrap: int, ceilings: dict[str, Any] | None = N
     return "".join(md)
 
 
-def best_proxy_depth_ranges(bench: Any, lb: pd.DataFrame, cache: Path, jobs: int = 1) -> dict[str, Any] | None:
+def best_proxy_depth_ranges(bench: Any, lb: pd.DataFrame) -> dict[str, Any] | None:
     """(min, max) per depth of the best live training-free proxy by tie-broken tau."""
-    free = lb[(lb.source == "live") & ~lb.size_like].sort_values("tau_tiebroken", ascending=False)
+    free = _free(lb)
+    free = free[free.source == "live"].sort_values("tau_tiebroken", ascending=False)
     if not len(free):
         return None
     r = free.iloc[0]
-    df = _live(bench, r.semantics, cache, jobs)
+    df = _live(bench, r.semantics)
     flex = bench.to_pandas().set_index("id")
     depth = flex.loc[df["id"], "num_layers"].to_numpy()
     v = df[r.proxy].to_numpy(float)
@@ -595,142 +570,66 @@ def _machine() -> str:
     return f"{platform.machine()} ({platform.python_implementation()} {platform.python_version()})"
 
 
-#: archs of the machine check (every 25th id: 20 archs per semantics)
-MACHINE_CHECK_IDS = tuple(range(0, 500, 25))
-#: below this Kendall tau between two machines' values a row's ranking is not the proxy's
-MACHINE_TAU = 0.95
-
-
-def machine_check(bench: Any, cache: Path, jobs: int = 1) -> dict[str, Any]:
-    """Recompute the layers computed elsewhere (``--computed-on``) on this machine for
-    :data:`MACHINE_CHECK_IDS`, in a fresh cache, and compare with the cached values: per
-    semantics and proxy, the Kendall tau between the two machines' values and the largest
-    relative difference. A proxy whose value is rounding noise (a vanishing gradient)
-    orders archs differently on another machine; the page names those rows."""
-    import tempfile
-
-    from scipy.stats import kendalltau
-
-    from nasbench_bert import proxies
-    from nasbench_bert.proxies import builtin  # noqa: F401  (registers the proxies _layered looks up)
-
-    out: dict[str, Any] = {"ids": f"every 25th id ({len(MACHINE_CHECK_IDS)} archs)", "rows": []}
-    for sem in ("as_trained", "as_specified", "authors"):
-        for sub, names in _layered(sem):
-            if not sub.startswith("leaderboard-standard") or not names:
-                continue
-            there = proxies.compute(list(MACHINE_CHECK_IDS), names, semantics=sem, bench=bench, cache=cache / sub,
-                                    progress=False)
-            with tempfile.TemporaryDirectory() as tmp:
-                here = proxies.compute(list(MACHINE_CHECK_IDS), names, semantics=sem, bench=bench, cache=Path(tmp),
-                                       progress=False, jobs=jobs)
-            for n in names:
-                x, y = there[n].to_numpy(float), here[n].to_numpy(float)
-                rel = np.abs(x - y) / np.maximum(np.abs(x), 1e-300)
-                out["rows"].append({"semantics": sem, "proxy": n, "tau": float(kendalltau(x, y).statistic),
-                                    "max_rel_diff": float(np.nanmax(rel)), "n": int(len(x))})
-    return out
-
-
-def machine_check_section(check: dict[str, Any] | None) -> str:
-    """The page's account of :func:`machine_check`: which rows order archs the same on both
-    machines, and which do not (their figures are not the proxy's)."""
-    if not check or not check.get("rows"):
-        return ""
-    rows = check["rows"]
-    bad = [r for r in rows if not r["tau"] >= MACHINE_TAU]
-    lines = ["\n## The standard layer on two machines\n\n",
-             f"The standard layer was computed on another machine (see the top of the page). It was recomputed here "
-             f"on {check['ids']} under each semantics and compared value by value: {len(rows) - len(bad)} of "
-             f"{len(rows)} (semantics, proxy) pairs order those archs alike (Kendall τ between the two machines' values "
-             f"≥ {MACHINE_TAU}), though their values differ (largest relative difference among those: "
-             + (lambda w: f"{w['max_rel_diff']:.1e}, `{w['proxy']}` under {w['semantics']}")(
-                 max((r for r in rows if r["tau"] >= MACHINE_TAU), key=lambda r: r["max_rel_diff"]))
-             + ").\n"]
-    if bad:
-        lines.append("\n**Not the proxy's ranking: the rows below order archs differently on two machines.** Their "
-                     "figures measure rounding, not the architecture"
-                     + (" (under `authors` the objective's gradient vanishes in exact arithmetic; see [Zero-cost "
-                        "proxies](proxies.md))" if all(r["semantics"] == "authors" for r in bad) else "")
-                     + "; do not cite them.\n\n"
-                     "| proxy | semantics | τ between machines | largest relative difference |\n|---|---|---|---|\n")
-        lines += [f"| {r['proxy']} | {r['semantics']} | {r['tau']:.3f} | {r['max_rel_diff']:.2g} |\n" for r in bad]
-    return "".join(lines)
-
-
-def render_stored(stored: dict[str, Any]) -> str:
+def render_stored(stored: dict[str, Any], out: Path | None = None) -> str:
     """The page from the JSON as stored (what ``--render-only`` does): the leaderboard
-    frame from its records, and the bootstrap count, machine and live batch recorded
-    when it was computed (not this machine's)."""
-    return render(pd.DataFrame.from_records(stored["leaderboard"]), stored["bootstrap"], stored["ceilings"],
-                  stored["best_proxy_depth_ranges"], machine=stored["machine"], batch=stored["live_batch"],
-                  comparisons=stored.get("verdict_comparisons")) + machine_check_section(stored.get("machine_check"))
+    frame from its records, and the bootstrap count, machine, live batch and table recorded
+    when it was computed (not this machine's). With ``out``, the page's figure is drawn
+    beside it (``<out stem>.png``) from the same records."""
+    lb = pd.DataFrame.from_records(stored["leaderboard"])
+    figure = ""
+    if out is not None:
+        from studies.leaderboard_figure import draw, figure_data
+
+        png = out.with_suffix(".png")
+        draw(figure_data(lb), png)
+        figure = (f"![Tie-broken τ and within-cell τ of every score, with 95 % intervals]({png.name})\n\n"
+                  "*Left: tie-broken τ over the 500 archs, one point per (proxy, semantics) with its 95 % bootstrap "
+                  "interval, grouped by semantics; the dashed lines are the two one-line rules on the spec. Right: "
+                  "within-cell τ-b of the same rows, where `depth_then_width` orders no pair and only "
+                  "`depth_width_then_size` is drawn. Grey: rounding noise by construction (no verdict).*\n\n")
+    return render(lb, stored["bootstrap"], stored["ceilings"], stored["best_proxy_depth_ranges"],
+                  machine=stored["machine"], batch=stored["live_batch"], comparisons=stored.get("verdict_comparisons"),
+                  table=stored.get("proxy_values"), figure=figure)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m studies.leaderboard", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="docs/leaderboard.md")
-    ap.add_argument("--cache", default="data/proxy-cache")
     ap.add_argument("--bootstrap", type=int, default=1000)
-    ap.add_argument("--jobs", type=int, default=1, help="worker processes for the live sweep (values do not depend on it)")
-    ap.add_argument("--render-only", action="store_true", help="rewrite the page from its JSON; compute nothing")
+    ap.add_argument("--render-only", action="store_true", help="rewrite the page (and its figure) from its JSON; "
+                                                               "compute nothing")
     ap.add_argument("--verdicts-only", action="store_true",
-                    help="recompute only the verdict's paired differences (from the cache) into the JSON, then render")
-    ap.add_argument("--machine-check", action="store_true",
-                    help="recompute every 25th arch of the layers computed elsewhere on this machine, compare, and "
-                         "add the comparison to the JSON, then render")
-    ap.add_argument("--computed-on", action="append", default=[], metavar="LAYER=WHERE",
-                    help="record where a cache layer's parts were computed when it was not this machine (e.g. "
-                         "'leaderboard-standard=16 x86-64 cores, torch 2.11.0'); kept in the JSON's provenance")
+                    help="recompute only the verdict's paired differences (from the table) into the JSON, then render")
     a = ap.parse_args(argv)
     out = Path(a.out)
-    computed_on = {}
-    for item in a.computed_on:
-        layer, sep, where = item.partition("=")
-        known = [d.rsplit("-{", 1)[0] for d, _ in LAYERS]
-        if not sep or layer not in known:
-            ap.error(f"--computed-on {item!r}: expected LAYER=WHERE with LAYER one of {known}")
-        computed_on[layer] = where
     if a.render_only:
         stored = json.loads(out.with_suffix(".json").read_text())
-    elif a.machine_check:
-        from nasbench_bert import Benchmark
-
-        stored = json.loads(out.with_suffix(".json").read_text())
-        stored["machine_check"] = {**machine_check(Benchmark.load(progress=False), Path(a.cache), a.jobs),
-                                   "here": _machine()}
     elif a.verdicts_only:
         from nasbench_bert import Benchmark
 
         stored = json.loads(out.with_suffix(".json").read_text())
         stored["verdict_comparisons"] = verdict_comparisons(
-            Benchmark.load(progress=False), pd.DataFrame.from_records(stored["leaderboard"]), Path(a.cache),
-            stored["bootstrap"], a.jobs)
+            Benchmark.load(progress=False), pd.DataFrame.from_records(stored["leaderboard"]), stored["bootstrap"])
     else:
         from nasbench_bert import Benchmark
         from nasbench_bert.surrogate.noise import rank_ceilings
 
         from studies.pages import provenance
+        from studies.table_values import record
 
         bench = Benchmark.load(progress=False)
-        lb = leaderboard(bench, Path(a.cache), a.bootstrap, a.jobs)
-        live = lb[lb.source == "live"]
+        lb = leaderboard(bench, a.bootstrap)
+        table = record(bench)
         stored = {"leaderboard": lb.drop(columns=["batch"], errors="ignore").to_dict(orient="records"),
                   "published": PUBLISHED, "ceilings": rank_ceilings(bench, reps=100),
-                  "best_proxy_depth_ranges": best_proxy_depth_ranges(bench, lb, Path(a.cache), a.jobs),
-                  "verdict_comparisons": verdict_comparisons(bench, lb, Path(a.cache), a.bootstrap, a.jobs),
-                  "bootstrap": a.bootstrap,
-                  "machine": "; ".join([_machine(), *(f"the proxies of cache layer {k} "
-                                                      f"({', '.join(dict((d.rsplit('-{', 1)[0], n) for d, n in LAYERS)[k])})"
-                                                      f" computed on {v}" for k, v in computed_on.items())]),
-                  "live_batch": str(live.batch.iloc[0]) if len(live) else "",
+                  "best_proxy_depth_ranges": best_proxy_depth_ranges(bench, lb),
+                  "verdict_comparisons": verdict_comparisons(bench, lb, a.bootstrap),
+                  "bootstrap": a.bootstrap, "machine": _machine(), "live_batch": table["batch"], "proxy_values": table,
                   "provenance": provenance("python -m studies.leaderboard", bench, ids="0-499", bootstrap=a.bootstrap,
-                                           bootstrap_seed=0, ceilings_reps=100, cache=str(a.cache),
-                                           layers={d.rsplit("-{", 1)[0]: names for d, names in LAYERS},
-                                           computed_on=computed_on or "every layer on this machine")}
+                                           bootstrap_seed=0, ceilings_reps=100, proxy_values_sha256=table["sha256"])}
     # the page is rendered from the JSON text as written, so --render-only gives the same page
     text = json.dumps(stored, indent=1, default=str) + "\n"
-    md = render_stored(json.loads(text))
+    md = render_stored(json.loads(text), out)
     from nasbench_bert.atomic import atomic_write
 
     atomic_write(out.with_suffix(".json"), text)
