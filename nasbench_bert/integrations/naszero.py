@@ -53,7 +53,7 @@ import pandas as pd
 from ..atomic import atomic_path
 from ..data.tables import FLEXIBERT_PROXY_COLUMNS, GLUE_TASKS, NLP_PROXY_COLUMNS
 from ..checks import check_bench, check_names
-from ..errors import InvalidArchitectureError, InvalidArgumentError
+from ..errors import InvalidArchitectureError, InvalidArgumentError, NasBenchError
 from ..spaces import Arch, Layer
 from ..vocabulary import BenchmarkLike
 
@@ -242,6 +242,42 @@ def _nlp(bench: BenchmarkLike, live: pd.DataFrame | None) -> dict[str, Any]:
         if rid in proxies and rid not in data["wikitext2"]:  # the earliest run, as bench.nlp.query answers
             data["wikitext2"][rid] = {**proxies[rid], "val_accuracy": 100.0 - float(loss)}
     return data
+
+
+def live_from_table(bench: BenchmarkLike) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """The ``live`` and ``live_nlp`` frames of :func:`export_naszero` from the data's
+    proxy-values table (``bench.proxy_values``; ``(None, None)`` when the data holds none):
+    every proxy of the table but the trivial spec rules, under each semantics it holds.
+    A value's ``time`` is the table's recorded cost per arch of that proxy where it was
+    built (its own evaluation plus its layer's shared pass, the mean over the archs): the
+    table keeps no per-arch timing. NAS-Bench-NLP rows are the table's recipes that have a
+    PTB run (the file is keyed by PTB recipe id)."""
+    from ..data.proxy_values import TABLE
+
+    if not bench.data.has_table(TABLE):
+        return None, None
+    frames: dict[str, list[pd.DataFrame]] = {"flexibert": [], "nlp": []}
+    for space, lookup in (("flexibert", bench.proxy_values), ("nlp", bench.nlp.proxy_values)):  # type: ignore[attr-defined]
+        try:
+            first = lookup("as_trained")
+        except NasBenchError:  # a table without this benchmark's rows
+            continue
+        for sem in first.attrs.get("table_semantics", []):
+            df = lookup(sem)
+            info = df.attrs.get("proxies", {})
+            names = [c for c in df.columns if "trivial" not in (info.get(c) or {}).get("group", ())]
+            out = df[names].reset_index()
+            out["semantics"] = sem
+            if space == "flexibert":
+                archs = bench.archs
+                out["arch"] = [str(archs[i]) for i in out["id"]]
+            else:  # the file keys NAS-Bench-NLP by PTB run: a recipe of WikiText-2 alone has no entry there
+                out = out[out["recipe_hash"].isin(set(bench.nlp.ptb["recipe_hash"].dropna()))]
+                out["arch"] = out["recipe_hash"]
+            for n in names:
+                out[f"{n}__seconds"] = float((info.get(n) or {}).get("seconds_per_row", {}).get(sem, float("nan")))
+            frames[space].append(out.drop(columns=[c for c in ("id", "recipe_hash") if c in out]))
+    return tuple(pd.concat(f, ignore_index=True) if f else None for f in (frames["flexibert"], frames["nlp"]))  # type: ignore[return-value]
 
 
 def export_naszero(bench: BenchmarkLike, out_dir: str | os.PathLike[str], *, live: pd.DataFrame | None = None,
