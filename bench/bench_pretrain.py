@@ -5,6 +5,7 @@
     python bench/bench_pretrain.py --precision bf16 --attention sdpa --adamw fused
     python bench/bench_pretrain.py --device cuda --accelerated  # a GPU: the builders' GPU options
     python bench/bench_pretrain.py --device cuda --accelerated --long-run 2000   # + one arch, paper config
+    python bench/bench_pretrain.py ... --json FILE              # the table's figures as JSON too (bench/device_check.py)
 
 For the smallest, the median and the largest of the benchmark's 500 archs (ranked by the
 analytic training FLOPs of the model the benchmark trained, ``as_trained``), it prints:
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
 import statistics
 import sys
@@ -49,6 +51,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import _source_tree  # noqa: E402,F401  (nasbench_bert.builders from a checkout that is not installed)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -253,6 +256,21 @@ def fmt_row(size: str, label: str, arch: str, gflop: float, tps: float, tokens_p
             f"{tpu:>7}  {arch}")
 
 
+def write_json(path: Path, results: list, peak: float | None, peak_src: str, device: str, batch: int, seq_len: int,
+               steps: int, warm: int, opts: dict) -> None:
+    """The printed table's figures as JSON: per row steps/s, tokens/s, MFU against ``peak``
+    and the paper-size run's projected hours (the ratio lines are left out)."""
+    out = []
+    for size, label, arch, gflop, tps, tpu_s in (r for r in results if not isinstance(r, str)):
+        per_step = 128 * 128 if label == "nasbench-bert (long)" else batch * seq_len
+        out.append({"size": size, "model": label, "arch": arch, "gflop_per_step": gflop, "tokens_per_s": tps,
+                    "steps_per_s": tps / per_step, "mfu": gflop * 1e9 * tps / per_step / peak if peak else None,
+                    "paper_run_hours": PAPER_TOKENS / tps / 3600, "tpu_hours": tpu_s / 3600 if tpu_s else None})
+    path.write_text(json.dumps({"device": device, "batch": batch, "seq_len": seq_len, "timed_steps": steps,
+                                "warmup_steps": warm, "options": opts, "peak_flops": peak, "peak_source": peak_src,
+                                "rows": out}, indent=1))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cpu", help="cpu, cuda, cuda:<i> or auto (default cpu)")
@@ -275,6 +293,7 @@ def main() -> None:
                     help="fp32 FLOPs per cycle per core for the nominal CPU peak line (default 32, see cpu_nominal_peak)")
     ap.add_argument("--long-run", type=int, default=0, metavar="STEPS",
                     help="also pretrain the median arch for STEPS steps of the paper configuration (batch 128 x 128)")
+    ap.add_argument("--json", default=None, metavar="FILE", help="also write the table's figures to FILE as JSON")
     a = ap.parse_args()
     sizes = a.sizes.split(",")
     bad = [x for x in sizes if x not in ("small", "median", "largest")]
@@ -365,6 +384,8 @@ def main() -> None:
     if long_line:
         rows.insert(len(rows) - 1, long_line)
     print("\n".join(rows))
+    if a.json:
+        write_json(Path(a.json), results, peak, peak_src, dev_name, batch, a.seq_len, steps, warm, opts)
     if not gpu:
         print("# GPU figures: not measured here (no CUDA device). On a GPU run: "
               "python bench/bench_pretrain.py --device cuda --accelerated --long-run 2000")
