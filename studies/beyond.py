@@ -1,8 +1,7 @@
 """Beyond the field: a training-free score that ranks GLUE inside the (layers, hidden size)
 cells, where the real choice is. The table behind ``docs/beyond.md``.
 
-    python -m studies.beyond [--cache data/proxy-cache/as_trained] [--out docs/beyond.md]
-                             [--render-only]
+    python -m studies.beyond [--out docs/beyond.md] [--render-only]
 
 The target (issue 21, item 4): ``tau_within_cell`` >= 0.40 and tie-broken tau >= 0.78
 against GLUE, on the model that was trained (semantics ``as_trained``).
@@ -17,9 +16,9 @@ reported on ids 250-499 as well, with 95 % bootstrap intervals
 within-cell ranks (equal weights, no fitting); ranks are taken within each cell over all
 500 archs, which reads no GLUE.
 
-Live proxies are read from per-arch cache parts (``--cache``; the parts of the
-project's as_trained sweep can be copied there); what is missing is computed (about a
-second per arch). ``--render-only`` rewrites the page from the JSON beside it
+Live proxies are the proxy-values table's as_trained values (``bench.proxy_values``,
+through :mod:`studies.table_values`; the JSON records its sha256): nothing is computed.
+``--render-only`` rewrites the page from the JSON beside it
 (``docs/beyond.json``) without computing anything: the default test suite checks that
 the committed page is exactly that rendering, and recomputes the spec-only figures.
 """
@@ -54,15 +53,11 @@ LIVE_PROXIES = (
     "head_softmax_confidence_norm", "snip", "grad_norm", "synflow", "naswot", "flops", "ntkt", "sept",
     "sept_all_linear",
 )
-#: the live proxies added since (issue 29): each from its leaderboard cache layer beside
-#: ``--cache`` (``studies.leaderboard.LAYERS``: one sweep per layer on the same batch), so the
-#: attempts see every proxy the package ships; ZeroLM's fitted alpha is left out (its
-#: closed form without alpha is ``nsc_model``'s family, and its alpha was chosen on GLUE)
-LAYER_PROXIES: dict[str, tuple[str, ...]] = {
-    "leaderboard-as_trained": ("w_pca", "nonembedding_params"),
-    "leaderboard-published-as_trained": ("lpzero", "swap", "w_pca_first", "nsc_model"),
-    "leaderboard-standard-as_trained": ("epe_nas", "fisher", "grasp", "l2_norm", "plain", "zen", "zico", "meco"),
-}
+#: the live proxies added since (issue 29), so the attempts see every proxy the package ships;
+#: ZeroLM's fitted alpha is left out (its closed form without alpha is ``nsc_model``'s family,
+#: and its alpha was chosen on GLUE). Every live value comes from the proxy-values table.
+LATER_PROXIES: tuple[str, ...] = ("w_pca", "nonembedding_params", "lpzero", "swap", "w_pca_first", "nsc_model", "epe_nas",
+                                  "fisher", "grasp", "l2_norm", "plain", "zen", "zico", "meco")
 #: how many of the best single features (on ids 0-249) enter a rank-average search, and
 #: the most features averaged: a fixed, small search so that the held-out half can tell
 #: selection luck from signal
@@ -244,22 +239,15 @@ class Inputs:
     left_out: dict[str, int] = field(default_factory=dict)
 
 
-def layer_proxies() -> dict[str, tuple[str, ...]]:
-    """:data:`LAYER_PROXIES`, restricted to the proxies this package version registers."""
-    from nasbench_bert.proxies.registry import REGISTRY
-    from nasbench_bert.proxies import builtin  # noqa: F401  (registers the built-in proxies)
-
-    out = {sub: tuple(n for n in names if n in REGISTRY["flexibert"]) for sub, names in LAYER_PROXIES.items()}
-    return {sub: names for sub, names in out.items() if names}
-
-
-def load_inputs(live_cache: Path | None, *, live: bool = True, bench: Any = None) -> Inputs:
+def load_inputs(*, live: bool = True, bench: Any = None) -> Inputs:
     """The benchmark's GLUE, the package's trivial baselines and rank context, the spec
-    features, and (``live``) the as_trained live proxies from ``live_cache``
+    features, and (``live``) the as_trained live proxies from the proxy-values table
     (``bench``: a loaded :class:`~nasbench_bert.Benchmark`, default the user cache's)."""
     import pandas as pd
 
-    from nasbench_bert import Benchmark, proxies, scoring
+    from nasbench_bert import Benchmark, scoring
+
+    from studies.table_values import live as table_live
 
     bench = Benchmark.load() if bench is None else bench
     flex = bench.to_pandas().sort_values("id").reset_index(drop=True)
@@ -267,30 +255,22 @@ def load_inputs(live_cache: Path | None, *, live: bool = True, bench: Any = None
     ctx = scoring.rank_context(rows, bench=bench)
     base = scoring.baseline_values(rows, semantics=SEMANTICS, bench=bench)
     families = spec_features(list(flex["arch"]))
+    left_out: dict[str, int] = {}
     if live:
-        df = proxies.compute(list(flex["id"].astype(int)), list(LIVE_PROXIES), semantics=SEMANTICS, bench=bench,
-                             cache=live_cache, progress=True).sort_values("id").reset_index(drop=True)
+        df = table_live(bench, SEMANTICS, [*LIVE_PROXIES, *LATER_PROXIES])
         if (df["id"].to_numpy() != rows["id"].to_numpy()).any() or df[list(LIVE_PROXIES)].isna().any().any():
-            raise RuntimeError("live proxies missing for some ids")
+            raise RuntimeError("the proxy-values table lacks live values for some ids")
         live_values = {n: snap_near_ties(df[n].to_numpy(float)) for n in LIVE_PROXIES}
-        left_out: dict[str, int] = {}
-        for sub, names in layer_proxies().items():
-            if live_cache is None:
-                break
-            extra = proxies.compute(list(flex["id"].astype(int)), list(names), semantics=SEMANTICS, bench=bench,
-                                    cache=live_cache.parent / sub, progress=True).sort_values("id").reset_index(drop=True)
-            if (extra["id"].to_numpy() != rows["id"].to_numpy()).any():
-                raise RuntimeError(f"live proxies of {sub} missing for some ids")
-            for n in names:  # a proxy undefined on some archs (NaN) cannot rank them: left out, and said so
-                v = extra[n].to_numpy(float)
-                if np.isfinite(v).all():
-                    live_values[n] = snap_near_ties(v)
-                else:
-                    left_out[n] = int((~np.isfinite(v)).sum())
+        for n in LATER_PROXIES:  # a proxy undefined on some archs (NaN) cannot rank them: left out, and said so
+            v = df[n].to_numpy(float)
+            if np.isfinite(v).all():
+                live_values[n] = snap_near_ties(v)
+            else:
+                left_out[n] = int((~np.isfinite(v)).sum())
         families = {"live": live_values, **families}
     return Inputs(rows["id"].to_numpy(), flex["glue"].to_numpy(float), list(flex["arch"]), np.asarray(ctx.cells),
                   base["depth_then_width"].to_numpy(float), ctx, {c: base[c].to_numpy(float) for c in base.columns},
-                  families, left_out if live else {})
+                  families, left_out)
 
 
 def figures(score: np.ndarray, inp: Inputs, half: tuple[int, ...], bootstrap: int = BOOTSTRAP) -> dict[str, list[float]]:
@@ -535,7 +515,13 @@ def render(summary: dict[str, Any]) -> str:
         "(the per-position feed-forward effect below was found there). The held-out half was therefore seen, though "
         "never used by the selection rule; read the ids 250-499 figures with that in mind.",
         "* Ranks within a cell are taken over all 500 archs (they read no GLUE). Live proxies are the package's "
-        "as_trained sweep: random tokens 8 × 128, seed 0, gradient objective a random projection of the output"
+        "as_trained values from the [proxy-values table](proxy_values.md)"
+        + (f" (sha256 `{summary['proxy_values']['sha256'][:16]}…`, {summary['proxy_values']['dtype']})"
+           if summary.get("proxy_values") else "")
+        + ": random tokens 8 × 128, seed 0, gradient objective a random projection of the output"
+        + (" (the paper's, ETAS's and the baselines, plus every proxy added since: "
+           + ", ".join(f"`{n}`" for n in summary["provenance"]["inputs"]["later_proxies"])
+           + ")" if summary.get("provenance", {}).get("inputs", {}).get("later_proxies") else "")
         + (" (the paper's, ETAS's and the baselines, plus every proxy added since: "
            + ", ".join(f"`{n}`" for names in summary["provenance"]["inputs"]["layer_proxies"].values() for n in names)
            + ")" if summary.get("provenance", {}).get("inputs", {}).get("layer_proxies") else "") + "."
@@ -594,13 +580,11 @@ def render(summary: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m studies.beyond", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cache", default=str(ROOT / "data" / "proxy-cache" / SEMANTICS),
-                    help="folder of as_trained live-proxy cache parts (missing archs are computed into it)")
     ap.add_argument("--out", default=str(DOC), help="the page to write (its JSON goes beside it)")
     ap.add_argument("--render-only", action="store_true", help="rewrite the page from its JSON; compute nothing")
     ap.add_argument("--verdicts-only", action="store_true",
-                    help="add the chosen attempt's paired differences to the stored JSON (live values from --cache "
-                         "only if the chosen attempt uses them), then render")
+                    help="add the chosen attempt's paired differences to the stored JSON (live values from the "
+                         "proxy-values table only if the chosen attempt uses them), then render")
     args = ap.parse_args(argv)
     from studies.pages import stored_or_computed, write_page
 
@@ -610,16 +594,17 @@ def main(argv: list[str] | None = None) -> None:
         from nasbench_bert import Benchmark
 
         from studies.pages import provenance
+        from studies.table_values import record
 
         bench = Benchmark.load()
-        inp = load_inputs(Path(args.cache), bench=bench)
+        inp = load_inputs(bench=bench)
         summary = summarize(inp)
-        return {**summary, "verdict_comparisons": verdict_comparisons(summary, inp),
+        table = record(bench)
+        return {**summary, "verdict_comparisons": verdict_comparisons(summary, inp), "proxy_values": table,
                 "provenance": provenance("python -m studies.beyond", bench, ids="0-499", select_ids="0-249",
                                          held_ids="250-499", semantics=SEMANTICS, live_proxies=list(LIVE_PROXIES),
-                                         layer_proxies={k: list(v) for k, v in layer_proxies().items()},
-                                         near_tie_rel=NEAR_TIE_REL, bootstrap=BOOTSTRAP, bootstrap_seed=SEED,
-                                         cache=str(args.cache))}
+                                         later_proxies=list(LATER_PROXIES), near_tie_rel=NEAR_TIE_REL,
+                                         bootstrap=BOOTSTRAP, bootstrap_seed=SEED, proxy_values_sha256=table["sha256"])}
 
     if args.verdicts_only:
         import json
@@ -629,7 +614,7 @@ def main(argv: list[str] | None = None) -> None:
         stored = json.loads(out.with_suffix(".json").read_text())
         ch = next(a for a in stored["attempts"] if a["key"] == stored["chosen"])
         live = "live" in ch["families"]
-        inp = load_inputs(Path(args.cache) if live else None, live=live, bench=Benchmark.load())
+        inp = load_inputs(live=live, bench=Benchmark.load())
         write_page(out, {**stored, "verdict_comparisons": verdict_comparisons(stored, inp)}, render)
         return
     write_page(out, stored_or_computed(out, args.render_only, computed), render)

@@ -1,6 +1,6 @@
 """The beyond-the-field study (studies/beyond.py, docs/beyond.md): the page is the
 rendering of its JSON, and the spec-only figures and choices in the JSON are recomputed
-from the package here (no model is built; the live-proxy attempts need the proxy cache
+from the package here (no model is built; the live-proxy attempts read the proxy-values table
 and are recomputed by ``python -m studies.beyond``)."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def summary() -> dict:
 def inputs(bench):
     from studies.beyond import load_inputs
 
-    return load_inputs(None, live=False, bench=bench)
+    return load_inputs(live=False, bench=bench)
 
 
 def test_page_is_the_rendering_of_its_json(summary):
