@@ -3,7 +3,7 @@ three semantics, and the model-based ones on real text: the table behind ``docs/
 
     python -m studies.published [--cache data/published-cache] [--proxy-cache data/proxy-cache]
                                 [--out docs/published.md] [--small] [--jobs N] [--own-only]
-                                [--render-only]
+                                [--render-only] [--nsc-rows]
 
 The model-based proxies under the three semantics run on all 500 archs on the
 leaderboard's batch (the package's default proxy batch, :data:`SWEEP_BATCH`), and are
@@ -17,7 +17,9 @@ second random seed, and SWAP at 16 sequences. ``--own-only`` computes those and 
 (:data:`SMALL_IDS`, every 12th id; its sweeps computed into ``--cache``) in a few minutes
 (for trying the script; the page says so). ``--render-only`` rewrites the page from the
 JSON beside it (``docs/published.json``) without computing anything: the default test
-suite checks that the committed page is exactly that rendering.
+suite checks that the committed page is exactly that rendering. ``--nsc-rows`` computes
+only NSC's #FLOPs, SNIP and GradNorm rows (``studies/nsc_rows.py``) into that JSON,
+keeping its other figures, and renders.
 
 Every figure is scipy's Kendall tau-b, the tie-broken tau and Spearman rho against the
 benchmark's GLUE average, plus NSC's 10 %-PW tau: tau-b over the arch pairs whose
@@ -759,6 +761,13 @@ def _text_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _nsc_table_lines(summary: dict[str, Any]) -> list[str]:
+    """NSC's #FLOPs, SNIP and GradNorm rows (``studies/nsc_rows.py``), where the JSON has them."""
+    from studies.nsc_rows import lines
+
+    return lines(summary)
+
+
 def render(summary: dict[str, Any]) -> str:
     """The markdown page for a summary (pure: the same summary gives the same page)."""
     z = summary["zerolm"]
@@ -820,6 +829,7 @@ def render(summary: dict[str, Any]) -> str:
         "computes the 10 %-PW figure is not in their repository; the same rule with |a − b| / min(a, b) or the mean "
         "gives lower values for both rows.",
         "",
+        *_nsc_table_lines(summary),
         "## ZeroLM and its fitted alpha",
         "",
         f"ZeroLM scores S_ffn + alpha S_attn. The NSC authors chose alpha for the best Spearman rho against GLUE on "
@@ -907,7 +917,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--own-only", action="store_true",
                     help="compute the page's own runs into --cache and stop (while the leaderboard's sweep runs)")
     ap.add_argument("--render-only", action="store_true", help="rewrite the page from its JSON; compute nothing")
+    ap.add_argument("--nsc-rows", action="store_true",
+                    help="compute only NSC's #FLOPs, SNIP and GradNorm rows (studies/nsc_rows.py) into the JSON beside "
+                         "--out, keeping its other figures, then render")
     args = ap.parse_args(argv)
+    others = [f for f, on in (("--small", args.small), ("--own-only", args.own_only),
+                              ("--render-only", args.render_only)) if on]
+    if args.nsc_rows and others:
+        ap.error(f"--nsc-rows computes only NSC's rows into an existing JSON; it does not combine with {others[0]}")
     from studies.pages import stored_or_computed, write_page
 
     def computed() -> dict[str, Any]:
@@ -943,6 +960,17 @@ def main(argv: list[str] | None = None) -> None:
         compute(Path(args.cache), tuple(range(500)), SWEEP_IDS, bench, jobs=args.jobs, only_own=True)
         return
     out = Path(args.out)
+    if args.nsc_rows:
+        if not out.with_suffix(".json").is_file():
+            ap.error(f"--nsc-rows: {out.with_suffix('.json')} does not exist; make the page first "
+                     "(python -m studies.published), then add NSC's rows to it")
+        from nasbench_bert import Benchmark
+
+        from studies.nsc_rows import merge
+
+        stored = stored_or_computed(out, True, computed)
+        write_page(out, merge(stored, Benchmark.load(progress=False), Path(args.cache)), render)
+        return
     write_page(out, stored_or_computed(out, args.render_only, computed), render)
 
 

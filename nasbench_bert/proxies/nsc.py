@@ -18,6 +18,10 @@ Both score an architecture without building a model, so they are registered with
   (:data:`ZEROLM_ALPHA`; ``studies/published.py`` redoes the choice and a test checks
   the constant), so figures on ids 250-499 are honest.
 
+Beside them, a plain (unregistered) function: :func:`nsc_flops`, the NSC authors' own
+#FLOPs of an arch (a multiply-accumulate count on their construction), the #FLOPs row of
+their table.
+
 Two *readings* of an arch (which matrices are summed), each a registered score:
 
 * ``nsc`` / ``zerolm``: the NSC authors' own construction of the spec (their
@@ -207,6 +211,31 @@ def choose_alpha(attn: Iterable[float], ffn: Iterable[float], target: Iterable[f
         if rho > best_rho:
             best, best_rho = float(alpha), rho
     return best
+
+
+#: the sequence length of the NSC authors' #FLOPs (``ranking/compute_flops_all.py``: S = 128, batch 1)
+NSC_FLOPS_SEQ_LEN = 128
+
+
+def nsc_flops(arch: Arch | str, seq_len: int = NSC_FLOPS_SEQ_LEN) -> int:
+    """The NSC authors' #FLOPs of an arch, in multiply-accumulates (their ``flops_mac``;
+    ``ranking/compute_flops_all.py``, ``flexibert_layer_macs`` and ``compute_flexibert``),
+    for their #FLOPs row (tau 0.552, 10 %-PW 0.329).
+
+    With S = ``seq_len`` and the arch's H: every matrix of their construction
+    (:func:`paper_matrices`: SA's merged 3H x H and H x H, LT's two H x H, DSC's one
+    H x H, each feed-forward branch's H x F/n and F/n x H) costs S m n; an SA layer adds
+    its two attention products, 2 S^2 H; then a pooler S H^2 and a two-way classifier 2 H.
+    Embeddings are not counted. Why a plain function, not a registered score: the paper's
+    row is reproduced by the published study; registering it would add a column to every
+    proxy table. Integer arithmetic, so archs with the same matrices tie exactly."""
+    if not isinstance(seq_len, (int, np.integer)) or isinstance(seq_len, bool) or seq_len < 1:
+        raise InvalidArgumentError(f"seq_len = {seq_len!r} is not allowed; allowed: a positive integer")
+    a = Arch.coerce(arch)
+    H, S = a.hidden_size, int(seq_len)
+    macs = sum(S * m * n for lm in paper_matrices(a) for m, n in lm.attn + lm.ffn)
+    macs += sum(2 * S * S * H for layer in a.layers if layer.operation_type == "SA")
+    return macs + S * H * H + 2 * H
 
 
 def _arch(inp: SpecInput) -> Arch:

@@ -117,6 +117,48 @@ def test_nsc_eval_construction_is_the_reference_model(k):
     assert diff < 1e-4
 
 
+def test_nsc_snip_and_gradnorm_sum_what_eval_flexibert_sums():
+    """``studies/nsc_rows.nsc_gradients`` against the NSC authors' ``compute_snip`` and
+    ``compute_gradnorm`` (``ranking/eval_flexibert.py``, not in the release: their loops
+    are written out here) on their model with the same weights: SNIP sums |w * g| over the
+    Linear weights of each ``ElectraLayer``'s ``operation``, ``intermediate`` and ``output``,
+    GradNorm sums ||g|| over every ``nn.Linear`` (``embeddings_project`` too). Their ones
+    cotangent gives a gradient that vanishes in exact arithmetic (rounding error, which two
+    models need not share), so the sums are compared on a random cotangent, float64, eval."""
+    require_reference()
+    import sys
+
+    from torch import nn
+
+    from authors_code import REPO, authors_modules
+    from nasbench_bert.models.flexibert import FlexiBERTEncoder
+
+    sys.path.insert(0, str(REPO))
+    from studies.nsc_rows import nsc_gradients
+
+    layer_cls = authors_modules().ElectraLayer
+    batch = make_batch(W_PCA_NSC.batch)
+    worst, projected = 0.0, 0
+    for a in ARCHS:
+        ref = _nsc_reference_model(a, 42).double().eval()
+        torch.manual_seed(42)
+        ours = FlexiBERTEncoder(NSC_EVAL.plan(a)).double().eval()
+        cot = torch.randn((*batch.input_ids.shape, a.hidden_size), generator=torch.Generator().manual_seed(0),
+                          dtype=torch.float64)
+        ref(input_ids=batch.input_ids).last_hidden_state.backward(cot)
+        with torch.no_grad():
+            snip = sum(float(torch.abs(sub.weight * sub.weight.grad).sum()) for layer in ref.modules()
+                       if isinstance(layer, layer_cls) for part in (layer.operation, layer.intermediate, layer.output)
+                       for sub in part.modules() if isinstance(sub, nn.Linear) and sub.weight.grad is not None)
+            gn = sum(float(m.weight.grad.norm()) for m in ref.modules()
+                     if isinstance(m, nn.Linear) and m.weight.grad is not None)
+        got = nsc_gradients(ours, batch, cot)
+        worst = max(worst, abs(got[0] - snip) / snip, abs(got[1] - gn) / gn)
+        projected += a.hidden_size != 128
+    print(f"NSC SNIP / GradNorm: max rel diff {worst:.2e} over {len(ARCHS)} archs ({projected} with a projection)")
+    assert worst < 1e-9 and projected
+
+
 # -- W-PCA ----------------------------------------------------------------------------------------
 def test_w_pca_nsc_protocol_equals_pca_torch_on_the_reference_model():
     """W-PCA under the NSC authors' protocol, against W-PCA's ``pca_torch`` (threshold
