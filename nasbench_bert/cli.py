@@ -193,8 +193,10 @@ def cmd_sample(args: argparse.Namespace) -> None:
 
 #: ``export --format``: a table as one CSV / parquet file, or syne-tune's blackbox-repository folders
 EXPORT_FORMATS: tuple[str, ...] = ("table", "syne-tune")
-#: ``export --format syne-tune [table]``: which blackboxes a table name selects (none: all of them)
-SYNE_TUNE_TABLES: dict[str, str] = {"flexibert": "nasbench-bert-flexibert", "nlp_ptb": "nasbench-bert-nlp-ptb"}
+#: ``export --format syne-tune [table]``: which blackbox a table name selects (none: every one the data can make)
+SYNE_TUNE_TABLES: dict[str, str] = {"flexibert": "nasbench-bert-flexibert", "flexibert_curves": "nasbench-bert-flexibert-curves",
+                                    "nlp_ptb": "nasbench-bert-nlp-ptb", "nlp_ptb_logs": "nasbench-bert-nlp-ptb-epochs",
+                                    "nlp_wikitext2": "nasbench-bert-nlp-wikitext2"}
 
 
 def cmd_export(args: argparse.Namespace) -> None:
@@ -223,19 +225,19 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 
 def _export_syne_tune(args: argparse.Namespace) -> None:
-    """``export --format syne-tune --out DIR [flexibert|nlp_ptb]``: DIR/<blackbox>/ in syne-tune's
-    serialisation (nasbench_bert.integrations.syne_tune_recipe; each folder swapped in whole)."""
+    """``export --format syne-tune --out DIR [TABLE]``: DIR/<blackbox>/ in syne-tune's serialisation
+    (nasbench_bert.integrations.syne_tune_recipe; each folder swapped in whole, a user's file never touched)."""
     if args.table is not None and args.table not in SYNE_TUNE_TABLES:
         raise InvalidArgumentError(f"table = {args.table!r} is not allowed with --format syne-tune; allowed values: "
-                                   f"{sorted(SYNE_TUNE_TABLES)} or none (both)")
+                                   f"{sorted(SYNE_TUNE_TABLES)} or none (every blackbox the data can make)")
     if args.legacy_names:
         raise InvalidArgumentError("--legacy-names is not allowed with --format syne-tune; allowed: --format table")
     try:
-        from .integrations.syne_tune_recipe import BLACKBOXES, write_blackboxes
+        from .integrations.syne_tune_recipe import write_blackboxes
     except ModuleNotFoundError as e:
         raise MissingExtraError(f"--format syne-tune needs syne-tune: pip install 'nasbench-bert[hpo]' ({e.name} "
                                 "is not installed)", name=e.name) from None
-    names = BLACKBOXES if args.table is None else (SYNE_TUNE_TABLES[args.table],)
+    names = None if args.table is None else (SYNE_TUNE_TABLES[args.table],)
     _writable(Path(args.out), "--out")  # before loading, as build-data checks --out (not a staging folder's name after it)
     folders = write_blackboxes(_bench(args), args.out, names)
     for name, folder in folders.items():
@@ -253,13 +255,14 @@ def cmd_build_data(args: argparse.Namespace) -> None:
         try:
             d = DataDir.open(outp)
             d.verify_all()
-            console.print(f"{d.path} already holds verified tables; rebuild with --force")
-            return
+            if not (args.ptb_logs and not d.has_table("nlp_ptb_logs")):  # asked for PTB logs it lacks: rebuild
+                console.print(f"{d.path} already holds verified tables; rebuild with --force")
+                return
         except NasBenchError as e:
             console.print(f"the tables in {outp} do not verify ({e}); rebuilding")
     _writable(outp, "--out")
     path = build_tables(src, out, progress=not args.quiet, allow_modified=args.allow_modified_release,
-                        hardware=args.hardware)
+                        hardware=args.hardware, ptb_logs=args.ptb_logs, proxy_values=args.proxy_values)
     console.print(f"built tables from {src} into {path}")
     _write_artifacts(path, surrogate=not args.no_surrogate)
 
@@ -408,6 +411,121 @@ def cmd_proxies_compute(args: argparse.Namespace) -> None:
                          executor=args.executor, ray_address=args.ray_address, slurm=slurm, device=device)
     _write_frame(df, Path(args.out))
     console.print(f"wrote {len(df)} rows ({int(df.error.notna().sum())} errors, {int(df.cached.sum())} from cache) to {args.out}")
+
+
+def _choices(text: str, allowed: Sequence[str], option: str) -> list[str]:
+    """'all' or comma-separated names, each one of ``allowed`` (one line naming the flag otherwise)."""
+    if _is_all(text):
+        return list(allowed)
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in allowed]
+    if bad or not names:
+        raise InvalidArgumentError(f"{option} = {text!r} is not allowed; allowed values: 'all' or names from {list(allowed)}")
+    return names
+
+
+def _verify_ids(text: str | None, n: int, option: str) -> list[int] | None:
+    """``--ids``/``--nlp-ids`` of ``proxies values --verify``: None (every row) for 'all',
+    else positions; 'every:K' is every K-th row (the CI sample: every:25)."""
+    if text is None or _is_all(text):
+        return None
+    if text.startswith("every:"):
+        k = text.split(":", 1)[1]
+        if not (k.isascii() and k.isdigit() and int(k) >= 1):
+            raise InvalidArgumentError(f"{option} = {text!r} is not allowed; allowed: 'all', 'every:K' (K >= 1), or ids "
+                                       "and ranges like '0-99,250'")
+        return list(range(0, n, int(k)))
+    return _parse_ids(text, n, option)
+
+
+def cmd_build_proxy_values(args: argparse.Namespace) -> None:
+    from .data.proxy_values import TABLE
+    from .proxies.values import BENCHMARKS, SEMANTICS
+
+    benches = _choices(args.benchmarks, BENCHMARKS, "--benchmarks")
+    sems = _choices(args.semantics, SEMANTICS, "--semantics")
+    if args.out is not None:
+        _check_out(Path(args.out), suffixes=(".parquet",))
+    cache = Path(args.cache) if args.cache else None
+    if cache is not None:
+        _writable(cache, "--cache")
+    slurm = slurm_resources(args)
+    bench = _bench(args)
+    if args.out is None:
+        _writable(bench.data.path, "--data")
+    ids = None if _is_all(args.ids) else _parse_ids(args.ids, len(bench))
+    from .proxies.values import build, default_cache
+
+    res = build(bench, benchmarks=benches, semantics=sems, ids=ids, cache=cache or default_cache(), jobs=args.jobs,
+                executor=args.executor, ray_address=args.ray_address, slurm=slurm, progress=not args.quiet)
+    from .data.proxy_values import add_to_data, write_standalone
+
+    table = res.to_arrow()
+    if args.out is not None:
+        meta = write_standalone(table, res.provenance, Path(args.out))
+        console.print(f"wrote {TABLE} ({table.num_rows} rows, {len(res.columns)} proxies, sha256 {meta['sha256'][:16]}…) "
+                      f"to {args.out} and its provenance to {Path(args.out).with_suffix('.json')}")
+    else:
+        entry = add_to_data(bench.data, table, res.provenance)
+        console.print(f"added {TABLE} ({table.num_rows} rows, {len(res.columns)} proxies, sha256 {entry['sha256'][:16]}…) "
+                      f"to {bench.data.path}")
+
+
+def cmd_proxies_values(args: argparse.Namespace) -> None:
+    from .proxies.values import BENCHMARKS, SEMANTICS
+
+    if args.verify:
+        _proxies_values_verify(args)
+        return
+    if args.benchmark not in BENCHMARKS:
+        raise InvalidArgumentError(f"--benchmark = {args.benchmark!r} is not allowed; allowed values: {list(BENCHMARKS)}")
+    if args.semantics not in SEMANTICS:
+        raise InvalidArgumentError(f"--semantics = {args.semantics!r} is not allowed; allowed values: {list(SEMANTICS)}")
+    if args.out is not None:
+        _check_out(Path(args.out))
+    bench = _bench(args)
+    names = None if args.proxies is None or _is_all(args.proxies) else args.proxies.split(",")
+    lookup = bench.proxy_values if args.benchmark == "flexibert" else bench.nlp.proxy_values
+    df = lookup(args.semantics, names)
+    if args.out is None:
+        console.print(df.to_string(max_rows=20, max_cols=8))
+        return
+    _write_frame(df.reset_index(), Path(args.out))
+    console.print(f"wrote {len(df)} rows x {df.shape[1]} proxies ({args.benchmark}, {args.semantics}) to {args.out}")
+
+
+def _proxies_values_verify(args: argparse.Namespace) -> None:
+    from .proxies.values import BENCHMARKS, SEMANTICS, verify
+    from .proxies.values import nlp_recipes
+
+    benches = _choices(args.benchmark, BENCHMARKS, "--benchmark")
+    sems = _choices(args.semantics, SEMANTICS, "--semantics")
+    names = None if args.proxies is None or _is_all(args.proxies) else [p.strip() for p in args.proxies.split(",")]
+    if args.out is not None:
+        _check_out(Path(args.out), suffixes=(".json",))
+    bench = _bench(args)
+    ids = _verify_ids(args.ids, len(bench), "--ids")
+    recipes = [h for h, _ in nlp_recipes(bench)] if "nlp" in benches else []
+    pos = _verify_ids(args.nlp_ids, len(recipes), "--nlp-ids")
+    checks = verify(bench, benchmarks=benches, semantics=sems, ids=ids,
+                    recipes=None if pos is None else [recipes[i] for i in pos], proxies=names, jobs=args.jobs,
+                    progress=not args.quiet)
+    t = Table(title="recomputed here vs the proxy-values table (relative difference, Kendall τ)")
+    for c in ("benchmark", "semantics", "proxy", "n", "largest rel. diff", "τ", "tolerance", ""):
+        t.add_column(c)
+    for c in checks:
+        t.add_row(c.benchmark, c.semantics, c.proxy, str(c.n), f"{c.max_rel_diff:.1e}", f"{c.tau:.4f}",
+                  "noise" if c.tolerance is None else f"{c.tolerance:.0e}", "ok" if c.ok else "FAIL")
+    console.print(t)
+    bad = [c for c in checks if not c.ok]
+    if args.out is not None:
+        from .atomic import atomic_write
+
+        atomic_write(Path(args.out), json.dumps([c.as_dict() for c in checks], indent=1) + "\n")
+    console.print(f"{len(checks) - len(bad)} of {len(checks)} (benchmark, semantics, proxy) checks within tolerance"
+                  + (f"; {sum(c.tolerance is None for c in checks)} are noise by construction (not checked)"))
+    if bad:
+        raise SystemExit(1)
 
 
 def _flexibert_items(args: argparse.Namespace, bench: Benchmark, batch: dict[str, Any]) -> list[Any]:
@@ -595,9 +713,18 @@ def cmd_proxies_export(args: argparse.Namespace) -> None:
     if out.exists() and not out.is_dir():
         raise InvalidArgumentError(f"--out = {args.out!r} is a file; give a folder (zc_*.json files are written into it)")
     _writable(out, "--out")
-    live = _read_frame(args.live, "--live") if args.live else None
+    from_table = args.live == "table"
+    live = _read_frame(args.live, "--live") if args.live and not from_table and args.live != "none" else None
     live_nlp = _read_frame(args.live_nlp, "--live-nlp") if args.live_nlp else None
     bench = _bench(args)
+    if from_table:  # the data's proxy-values table: every proxy of the package, every semantics
+        from .integrations.naszero import live_from_table
+
+        live, table_nlp = live_from_table(bench)
+        live_nlp = live_nlp if live_nlp is not None else table_nlp
+        if live is None:
+            console.print("the data holds no proxy-values table: the files carry the release's stored proxies only "
+                          "(build the table with `nasbench-bert build-proxy-values`)")
     paths = export_naszero(bench, out, live=live, live_nlp=live_nlp, spaces=args.spaces.split(","),
                            tasks=args.tasks.split(","))
     for path in paths:
@@ -695,12 +822,14 @@ def _add_export(sub: Any) -> None:
 
     e = sub.add_parser("export", help="export a table to CSV or parquet, or the benchmarks as syne-tune blackboxes")
     e.add_argument("table", nargs="?", default=None, choices=sorted(TABLES),
-                   help="which table (--format table: required; --format syne-tune: flexibert or nlp_ptb, default both)")
+                   help="which table (--format table: required; --format syne-tune: one of "
+                        f"{', '.join(sorted(SYNE_TUNE_TABLES))}, default every blackbox the data can make)")
     e.add_argument("--format", default="table",
                    help=f"one of {', '.join(EXPORT_FORMATS)} (default table): 'syne-tune' writes OUT/<blackbox>/ in "
                         "syne-tune's blackbox-repository serialisation (docs/integrations.md)")
     e.add_argument("--out", required=True, help="output file (.csv or .parquet), written atomically; with --format "
-                                                "syne-tune a folder (each blackbox subfolder replaced whole)")
+                                                "syne-tune a folder (each blackbox subfolder it wrote before replaced "
+                                                "whole; any other file there is refused)")
     e.add_argument("--legacy-names", action="store_true",
                    help="write the data release 1 column names (num_params, num_params_seed_compat; deprecated, "
                         "removed in 0.4)")
@@ -719,10 +848,34 @@ def _add_build_data(sub: Any) -> None:
                    help="folder of a hardware measurement to include (default: $NASBENCH_BERT_HARDWARE, else <cache>/measured)")
     b.add_argument("--no-surrogate", action="store_true",
                    help="skip fitting the pinned surrogate file (bench.surrogate() then fits on first use)")
+    b.add_argument("--ptb-logs", default=None, metavar="ZIP",
+                   help="NAS-Bench-NLP's PTB training logs (train_logs_single_run/logs.zip): PTB's per-epoch curves, table "
+                        "nlp_ptb_logs (default: that file in the release folder, when there)")
+    b.add_argument("--proxy-values", default=None, metavar="FILE",
+                   help="the proxy-values table to include (from build-proxy-values --out; default: the pinned table "
+                        "shipped with the package)")
     b.set_defaults(fn=cmd_build_data)
     bs = sub.add_parser("build-surrogate", help="fit the default surrogate and pin it (and objectives.json) in a data folder")
     bs.add_argument("--data", default=None, help="data folder holding built tables (default: the user cache)")
     bs.set_defaults(fn=cmd_build_surrogate)
+
+
+def _add_build_proxy_values(sub: Any) -> None:
+    """``build-proxy-values``: compute the proxy-values table (resumable) into the data folder or a file."""
+    b = sub.add_parser("build-proxy-values", help="compute every proxy per arch and semantics into the proxy-values "
+                                                  "table (hours on a CPU; resumable with --cache)")
+    b.add_argument("--out", default=None, help="write a standalone .parquet (and its provenance .json) instead of "
+                                               "adding the table to the data folder (--data)")
+    b.add_argument("--cache", default=None, help="part cache: a killed build resumes (default: <user cache>/proxy-values-cache)")
+    b.add_argument("--benchmarks", default="all", help="'all', flexibert or nlp")
+    b.add_argument("--semantics", default="all", help="'all' or names: as_trained, as_specified, authors")
+    b.add_argument("--ids", default="all", help="FlexiBERT ids: 'all' or '0-99,250' (a partial table says so in its provenance)")
+    b.add_argument("--jobs", type=int, default=1, help="worker processes (executor local)")
+    b.add_argument("--executor", default="local", choices=["local", "ray", "slurm"],
+                   help="where each arch runs: local, one Ray task per arch, or a SLURM job array (--slurm-*)")
+    b.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local instance)")
+    add_slurm_arguments(b)
+    b.set_defaults(fn=cmd_build_proxy_values)
 
 
 def _add_download(sub: Any) -> None:
@@ -744,6 +897,26 @@ def _add_proxies(sub: Any) -> None:
     _add_proxies_score(psub)
     _add_proxies_evaluate(psub)
     _add_proxies_export(psub)
+    _add_proxies_values(psub)
+
+
+def _add_proxies_values(psub: Any) -> None:
+    """``proxies values``: the pinned table of every proxy's values, exported or verified."""
+    pv = psub.add_parser("values", help="every proxy's precomputed values per arch (the proxy-values table); --verify "
+                                        "recomputes a sample here and compares")
+    pv.add_argument("--benchmark", default="flexibert", help="flexibert or nlp (--verify: also 'all' or both, comma-separated)")
+    pv.add_argument("--semantics", default="as_trained", help="authors, as_trained or as_specified (--verify: also 'all' "
+                                                             "or several, comma-separated)")
+    pv.add_argument("--proxies", default=None, help="proxy names, comma-separated (default: every proxy)")
+    pv.add_argument("--out", default=None, help="a .csv or .parquet file (default: print); with --verify, a .json report")
+    pv.add_argument("--verify", action="store_true", help="recompute the rows given by --ids/--nlp-ids with the table's "
+                                                          "dtype, seed and batch; exit 1 beyond a proxy's tolerance")
+    pv.add_argument("--ids", default="every:25", help="--verify: FlexiBERT ids: 'all', 'every:K' or '0-19,250' "
+                                                       "(default every:25, 20 archs)")
+    pv.add_argument("--nlp-ids", default="every:53", help="--verify: positions among the NAS-Bench-NLP recipes: 'all', "
+                                                          "'every:K' or '0-4' (default every:53, 5 recipes)")
+    pv.add_argument("--jobs", type=int, default=1, help="--verify: worker processes")
+    pv.set_defaults(fn=cmd_proxies_values)
 
 
 def _add_proxies_compute(psub: Any) -> None:
@@ -842,7 +1015,9 @@ def _add_proxies_export(psub: Any) -> None:
     pe = psub.add_parser("export", help="proxies and results in NAS-Bench-Suite-Zero's zc_<space>.json layout")
     pe.add_argument("--format", default="naszero", choices=["naszero"], help="file layout (NAS-Bench-Suite-Zero)")
     pe.add_argument("--out", required=True, help="folder for zc_flexibert.json and zc_nasbench_nlp.json")
-    pe.add_argument("--live", default=None, help="a FlexiBERT table from 'proxies compute', added as <proxy>@<semantics>:live "
+    pe.add_argument("--live", default="table", help="'table' (default: the data's proxy-values table, every proxy "
+                    "and semantics), 'none' (the release's stored proxies only), or a FlexiBERT table from 'proxies "
+                    "compute'; live values are added as <proxy>@<semantics>:live "
                     "(the release's values are <proxy>@authors:release)")
     pe.add_argument("--live-nlp", default=None, help="a NAS-Bench-NLP table from 'proxies compute --space nlp'")
     pe.add_argument("--spaces", default="flexibert,nlp", help="which files: flexibert, nlp or both (comma-separated)")
@@ -919,8 +1094,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("info", help="tables, coverage and a summary of both benchmarks").set_defaults(fn=cmd_info)
-    for add in (_add_query, _add_sample, _add_export, _add_build_data, _add_download, _add_proxies, _add_hardware,
-                _add_search):
+    for add in (_add_query, _add_sample, _add_export, _add_build_data, _add_build_proxy_values, _add_download,
+                _add_proxies, _add_hardware, _add_search):
         add(sub)
     _load_plugins(sub)
     return ap

@@ -60,6 +60,7 @@ CASES: dict[tuple[str, str], list[str]] = {
     ("sample", "-n"): ["-n", "-1"], ("sample", "--seed"): ["--seed", "-1"],
     ("export", "--format"): ["--format", "csv"], ("export", "--out"): ["--out", "{tmp}/e.txt"],
     ("build-data", "--out"): ["--out", "{file}/bd"], ("build-data", "--hardware"): ["--hardware", "{tmp}/nothing"],
+    ("build-data", "--proxy-values"): ["--proxy-values", "{tmp}/nothing.parquet"],
     ("build-surrogate", "--data"): ["--data", "{file}/d"],
     ("download", "--repo-id"): ["--repo-id", "a b"], ("publish", "--repo-id"): ["--repo-id", "a b"],
     ("proxies compute", "--ids"): ["--ids", "x"], ("proxies compute", "--proxies"): ["--proxies", "nope"],

@@ -45,7 +45,24 @@ def published_dir(data_dir, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("published") / "data"
     shutil.copytree(data_dir, out)
     complete_build(DataDir.open(out))
+    d = DataDir.open(out)
+    if not d.has_table("proxy_values"):  # a checkout without the pinned table: a small one travels instead
+        _add_small_proxy_values(d)
     return out
+
+
+def _add_small_proxy_values(d: DataDir) -> None:
+    """A two-row proxy-values table with this package's provenance (values made up: the
+    Hub tests are about transport, the table's own tests about its numbers)."""
+    from nasbench_bert import __version__
+    from nasbench_bert.data import proxy_values as pv
+
+    frame = pd.DataFrame({"benchmark": ["flexibert", "flexibert"], "id": [0, 1], "recipe_hash": [None, None],
+                          "semantics": ["as_trained", "as_trained"], "nsc": [4303.3, 3548.1]})
+    prov = {"format_version": pv.FORMAT_VERSION, "package_version": __version__, "dtype": "float64", "seed": 0,
+            "benchmarks": {"flexibert": {"semantics": ["as_trained"], "batch": "random,B=8,T=128,seed=0",
+                                         "proxies": {"nsc": {"version": 1, "group": ["published"]}}, "combined": {}}}}
+    pv.add_to_data(d, pv.to_arrow(frame, ["nsc"], {"flexibert": ["nsc"]}), prov)
 
 
 @pytest.fixture()
@@ -101,6 +118,23 @@ def test_download_load_query_equals_local(hub, cache, bench):
     assert len(hub.log) == n and b2.data.path == b.data.path
 
 
+def test_proxy_values_travel_verified(hub, cache, published_dir):
+    """The proxy-values table goes up with `publish` and comes down verified: the same
+    values and provenance as the local folder; a flipped bit in it is refused."""
+    local = Benchmark.load(str(published_dir)).proxy_values("as_trained")
+    b = Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url)
+    remote = b.proxy_values("as_trained")
+    pd.testing.assert_frame_equal(remote, local)
+    assert remote.attrs["package_version"] == local.attrs["package_version"]
+    assert b.data.manifest["proxy_values"] == DataDir.open(published_dir).manifest["proxy_values"]
+    raw = bytearray((DataDir.open(published_dir).path / "proxy_values.parquet").read_bytes())
+    raw[len(raw) // 2] ^= 0x01
+    bad = hub.commit(REPO, "main", {f"{VERSION_DIR}/proxy_values.parquet": bytes(raw)})
+    with pytest.raises(DataIntegrityError, match=r"proxy_values.*sha256"):
+        Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url)
+    assert not materialised_dir(REPO, bad).exists()
+
+
 def test_revision_pinning_and_branch(hub, cache, published_dir):
     from nasbench_bert.builders.publish import publish
 
@@ -145,16 +179,19 @@ def test_dropped_connection_is_retried(hub, cache, bench):
     assert b.nlp.ptb.equals(bench.nlp.ptb)
 
 
-def test_interrupted_download_resumes_without_refetching(hub, cache, bench):
-    # tables are fetched in name order; the 4th fails, so 3 are already in the cache
-    names = bench.data.names
+def test_interrupted_download_resumes_without_refetching(hub, cache, bench, published_dir):
+    # tables are fetched in name order, then the artifacts; the 4th table fails, so 3 are
+    # already in the cache and only the rest is fetched again
+    published = DataDir.open(published_dir)
+    names = published.names
     hub.faults[f"{VERSION_DIR}/{names[3]}.parquet"] = "500"
     with pytest.raises(DataNotFoundError, match=f"{names[3]}.parquet"):
         Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url)
     hub.log.clear()
     b = Benchmark.load(source="hub", repo_id=REPO, revision="main", endpoint=hub.url)
     fetched = sorted(p.rsplit("/", 1)[1] for (m, p, _) in _resolves(hub) if m == "GET")
-    assert fetched == [f"{n}.parquet" for n in names[3:]]
+    artifacts = [e["file"] for e in published.manifest.get("artifacts", {}).values()]
+    assert fetched == sorted([f"{n}.parquet" for n in names[3:]] + artifacts)
     assert b.to_pandas().equals(bench.to_pandas())
 
 

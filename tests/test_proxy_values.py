@@ -209,11 +209,10 @@ def test_stale_pinned_table_builds_without_it_saying_so(built, tmp_path, monkeyp
     f.parent.mkdir()
     pv.write_standalone(res.to_arrow(), {**res.provenance, "package_version": "0.0.1"}, f)
     monkeypatch.setattr(pv, "PINNED", f)
-    import pyarrow as pa
-
-    flex = pa.table({"arch": [str(a) for a in []]})
     with pytest.warns(UserWarning, match="built without proxy values"):
-        assert pv.for_build(flex) is None
+        assert pv.for_build() is None
+    with pytest.raises(DataNotFoundError, match="proxy_values = .*is not a file"):
+        pv.for_build(tmp_path / "nothing.parquet")
 
 
 def test_verify_passes_on_the_table_and_fails_on_a_changed_value(bench, built, data_copy):

@@ -49,6 +49,23 @@ def integration(name: str) -> Any:
 class TabularBenchmark(ABC, Generic[R]):
     """A benchmark whose answers are rows of verified tables (see module doc)."""
 
+    #: this benchmark's rows of the proxy-values table (:mod:`nasbench_bert.data.proxy_values`)
+    PROXY_BENCHMARK: str = ""
+
+    def proxy_values(self, semantics: Any = "as_trained", proxies: Iterable[str] | str | None = None) -> pd.DataFrame:
+        """Every zero-cost proxy the package ships, precomputed under ``semantics``: a
+        DataFrame indexed by the benchmark's key (FlexiBERT: id 0-499; NAS-Bench-NLP: the
+        ``recipe_hash`` of each distinct WikiText-2 recipe, which joins to :attr:`ptb` and
+        :attr:`wikitext2`), one float64 column per proxy (``proxies`` selects), provenance
+        (package version and commit, torch, device, dtype, batch, seed, machine, each
+        proxy's definition version and cost) in ``.attrs``. The values are the data
+        release's pinned table: no model is built, no torch needed. NAS-Bench-NLP under
+        ``"as_specified"`` serves the ``as_trained`` rows (the same model and protocol
+        there; ``.attrs["rows_of"]`` says so)."""
+        from ..data.proxy_values import read_proxy_values
+
+        return read_proxy_values(self.data, self.PROXY_BENCHMARK, semantics, proxies)
+
     def __init__(self, data: DataDir, budget: Budget | None = None):
         self.data = data
         self.budget = budget if budget is not None else Budget()

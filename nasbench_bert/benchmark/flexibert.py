@@ -83,6 +83,8 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
     74.73375
     """
 
+    PROXY_BENCHMARK = TABLE  # its rows of the proxy-values table (TabularBenchmark.proxy_values)
+
     def __init__(self, data: DataDir, budget: Budget | None = None):
         super().__init__(data, budget)
         self._table = data.table(TABLE)
@@ -258,8 +260,7 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
         ``strict=True`` any bad file raises :class:`~nasbench_bert.DataIntegrityError`
         listing them all, and nothing is attached. Archs only found there are answered
         from them (``source="regenerated"``); for an arch the release has, the bundled
-        result stays the answer of :meth:`query` and :meth:`query_all` returns both.
-        """
+        result stays the answer of :meth:`query` and :meth:`query_all` returns both."""
         if not isinstance(strict, bool):
             raise InvalidArgumentError(f"strict = {strict!r} is not allowed; allowed: True or False")
         good, bad = read_entries(path)
@@ -318,8 +319,7 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
         an operation (``"SA-WMA"``, ``"DSC-9"``): at least one layer / every layer is
         labelled with it (labels: the trained models are all SDP; see docs/errata.md).
         Parameter bounds count the ``semantics`` model: ``"as_specified"`` (the default,
-        as for every count of an arch as written), ``"as_trained"`` or ``"authors"``.
-        """
+        as for every count of an arch as written), ``"as_trained"`` or ``"authors"``."""
         if unknown:
             raise InvalidArgumentError(f"filter field(s) {sorted(unknown)} not allowed; allowed: {list(FILTER_FIELDS)}")
         df = self._frame()
@@ -339,19 +339,6 @@ class Benchmark(TabularBenchmark[FlexiBERTResult]):
         out = self._frame().iloc[order].reset_index(drop=True)
         out.insert(0, "distance", d[order])
         return out
-
-    # -- proxy values (data.proxy_values) ---------------------------------------------------
-    def proxy_values(self, semantics: SemanticsLike = "as_trained", proxies: Sequence[str] | str | None = None
-                     ) -> pd.DataFrame:
-        """Every zero-cost proxy the package ships, precomputed for the 500 ids under
-        ``semantics`` (a DataFrame indexed by id, one column per proxy; ``proxies``
-        selects columns). Provenance (package version and commit, torch, device, dtype,
-        batch, seed, machine, each proxy's definition version) is in ``.attrs``. The
-        values are the pinned table of the data release
-        (:mod:`nasbench_bert.data.proxy_values`): no model is built, no torch needed."""
-        from ..data.proxy_values import read_proxy_values
-
-        return read_proxy_values(self.data, TABLE, semantics, proxies)
 
     # -- hardware (.measured) ----------------------------------------------------------------
     def hardware(self, semantics: SemanticsLike | None = None) -> pd.DataFrame:

@@ -33,6 +33,7 @@ class NLPBenchmark(TabularBenchmark[NLPResult]):
     """
 
     _objectives_per_dataset = True  # bench.nlp.objectives["ptb"]["test_loss"]
+    PROXY_BENCHMARK = "nlp"
 
     def __init__(self, data: DataDir, budget: Budget | None = None):
         super().__init__(data, budget)
@@ -91,17 +92,6 @@ class NLPBenchmark(TabularBenchmark[NLPResult]):
         if PTB_LOGS_TABLE not in self._frames:
             self._frames[PTB_LOGS_TABLE] = self.data.table(PTB_LOGS_TABLE).to_pandas()
         return self._frames[PTB_LOGS_TABLE]
-
-    def proxy_values(self, semantics: Any = "as_trained", proxies: Any = None) -> pd.DataFrame:
-        """Every zero-cost proxy the package ships for NAS-Bench-NLP, precomputed for each
-        distinct recipe of the WikiText-2 logs (the PTB runs with a public recipe share
-        them): a DataFrame indexed by ``recipe_hash`` (join it to :attr:`ptb` or
-        :attr:`wikitext2` on that column), provenance in ``.attrs``. ``semantics``:
-        ``"as_trained"`` (``"as_specified"`` is the same model and protocol here) or
-        ``"authors"`` (the notebook's protocol)."""
-        from ..data.proxy_values import read_proxy_values
-
-        return read_proxy_values(self.data, "nlp", semantics, proxies)
 
     def __len__(self) -> int:
         return len(self.ptb)

@@ -223,13 +223,14 @@ def select(table: pa.Table, meta: Mapping[str, Any], benchmark: str, semantics: 
     return out
 
 
-def for_build(flexibert: pa.Table, source: str | Path | None | bool = None) -> tuple[pa.Table, dict[str, Any]] | None:
-    """The proxy-values table a tables build includes, with its provenance: the file at
-    ``source`` (a table written by ``build-proxy-values --out``), by default the pinned
-    one shipped with the package (:data:`PINNED`; None when this install has none);
-    ``False``: none. The table must have been built by this package version and against
-    the release's arch list (its ids are the release's rows), else one line refuses it
-    before anything is written."""
+def for_build(source: str | Path | None | bool = None) -> tuple[pa.Table, dict[str, Any]] | None:
+    """The proxy-values table a tables build includes, with its provenance, read before
+    any work: the file at ``source`` (a table written by ``build-proxy-values --out``), by
+    default the pinned one shipped with the package (:data:`PINNED`; None when this install
+    has none); ``False``: none. A file asked for by name must exist, verify against its
+    sidecar and have been built by this package version, else one line refuses it (naming
+    ``proxy_values``); the pinned file of another version is left out with a warning
+    (a checkout between a version bump and the table's rebuild, which the tests fail)."""
     from .. import __version__
 
     if source is False:
@@ -237,25 +238,30 @@ def for_build(flexibert: pa.Table, source: str | Path | None | bool = None) -> t
     path = PINNED if source is None or source is True else Path(source)
     if source is None and not (path.is_file() and sidecar(path).is_file()):
         return None
+    if source is not None and not path.is_file():
+        raise DataNotFoundError(f"proxy_values = {str(source)!r} is not a file; allowed: a table written by "
+                                f"`{REBUILD} --out FILE` (with its .json beside it)")
     table, meta = read_standalone(path)
     try:
         check_current(meta, str(path), version=__version__, proxy_versions={})
     except StaleDataError as e:
         if source is not None:
             raise
-        # the pinned file of another version (a checkout between a version bump and the
-        # table's rebuild; tests/test_proxy_values.py fails CI for it): the tables build
-        # without it, saying so, rather than not at all
         import warnings
 
         warnings.warn(f"{e}; the tables are built without proxy values", UserWarning, stacklevel=3)
         return None
+    return table, {k: v for k, v in meta.items() if k not in ("file", "sha256", "bytes", "rows", "columns")}
+
+
+def check_arch_list(meta: Mapping[str, Any], flexibert: pa.Table) -> None:
+    """Refuse a proxy-values table computed for another arch list than the release's: its
+    ids would name other archs (one line, with the rebuild command)."""
     want = meta.get("benchmarks", {}).get("flexibert", {}).get("arch_list_sha256")
     have = arch_list_sha256(flexibert.column("arch").to_pylist())
     if want is not None and want != have:
-        raise DataIntegrityError(f"proxy values {path} were computed for another arch list (sha256 {want[:16]}…, this "
-                                 f"release's is {have[:16]}…); rebuild them with `{REBUILD} --out {path}`")
-    return table, {k: v for k, v in meta.items() if k not in ("file", "sha256", "bytes", "rows", "columns")}
+        raise DataIntegrityError(f"the proxy values were computed for another arch list (sha256 {want[:16]}…, this "
+                                 f"release's is {have[:16]}…); rebuild them with `{REBUILD} --out FILE`")
 
 
 def read_proxy_values(data: DataDir, benchmark: str, semantics: Any = "as_trained",

@@ -34,6 +34,7 @@ from ..spaces.flexibert import Arch
 from ..spaces.nlp import recipe_hash
 from .nlp_logs import PTB_LOGS, PTB_LOGS_TABLE, find_ptb_logs, nlp_logs_table, ptb_logs_table, read_logs
 from .proxy_values import TABLE as PROXY_VALUES
+from .proxy_values import check_arch_list
 from .proxy_values import for_build as proxy_values_for_build
 from .tables import (
     FLEXIBERT_PROXY_COLUMNS,
@@ -490,6 +491,7 @@ def build_tables(
                                 "--out <folder>`, or build without --hardware")
 
     given_ptb = None if ptb_logs is None else find_ptb_logs(Path(), ptb_logs)  # a bad path: refused before any work
+    pinned = proxy_values_for_build(proxy_values)  # the package's pinned proxy values (or a given file), checked now
     with tempfile.TemporaryDirectory(prefix="nasbench-bert-fetch-") as tmp:
         rel = fetch_release(source, Path(tmp))
         ptb_zip = given_ptb or find_ptb_logs(rel, None)
@@ -507,26 +509,30 @@ def build_tables(
             tables = _parse_all(rel, bar, task, ptb_zip)
             if ptb_zip is not None:
                 sources[PTB_LOGS] = sha256_file(ptb_zip)
-            measured = None if hardware is False else measured_hardware(hardware)
-            if measured is not None:
-                tables["flexibert_hardware"] = flexibert_hardware_table(tables["flexibert"], measured[0])
-            pinned = proxy_values_for_build(tables["flexibert"], proxy_values)  # the package's pinned proxy values
-            if pinned is not None:
-                tables[PROXY_VALUES] = pinned[0]
+            extra: dict[str, Any] = {"builder": "nasbench_bert.data.release", "licences": {
+                "flexibert*": "CC BY 4.0", "nlp_*": "Apache-2.0 (NAS-Bench-NLP); proxy columns CC BY 4.0",
+                PROXY_VALUES: "CC BY 4.0 (computed by nasbench-bert on the benchmark's archs)"}}
+            _add_own_tables(tables, extra, None if hardware is False else measured_hardware(hardware), pinned)
             _check_tables(tables, strict_rows=not modified)
             hook = _interrupt_hook()
-            extra: dict[str, Any] = {"builder": "nasbench_bert.data.release", "licences": {
-                "flexibert*": "CC BY 4.0", "nlp_*": "Apache-2.0 (NAS-Bench-NLP); proxy columns CC BY 4.0"}}
-            if pinned is not None:
-                extra[PROXY_VALUES] = pinned[1]
-            if measured is not None:
-                _, hw_meta, hw_sha = measured
-                extra["hardware"] = {"machine": hw_meta["machine"], "settings": hw_meta.get("settings"),
-                                     "date": hw_meta.get("date"), "noise": hw_meta.get("noise"), "sha256": hw_sha}
             if modified:
                 extra["modified_release"] = dict(sorted(modified.items()))
             return write_dataset(tables, Path(out), sources, extra=extra,
                                  on_table=lambda name: (bar.advance(task), hook(name)))
+
+
+def _add_own_tables(tables: dict[str, pa.Table], extra: dict[str, Any], measured: Any, pinned: Any) -> None:
+    """The package's own tables (a hardware measurement, the proxy values), joined to and
+    checked against the release's archs, with their provenance in the manifest."""
+    if measured is not None:
+        tables["flexibert_hardware"] = flexibert_hardware_table(tables["flexibert"], measured[0])
+        _, hw_meta, hw_sha = measured
+        extra["hardware"] = {"machine": hw_meta["machine"], "settings": hw_meta.get("settings"),
+                             "date": hw_meta.get("date"), "noise": hw_meta.get("noise"), "sha256": hw_sha}
+    if pinned is not None:
+        check_arch_list(pinned[1], tables["flexibert"])
+        tables[PROXY_VALUES] = pinned[0]
+        extra[PROXY_VALUES] = pinned[1]
 
 
 def _parse_all(rel: Path, bar: Any, task: Any, ptb_logs: Path | None = None) -> dict[str, pa.Table]:

@@ -276,6 +276,7 @@ def _benchmark_info(bench: BenchmarkLike, benchmark: str, sems: list[str], keys:
                          "rows of one semantics (a set-level score)"}
                      for c, parts in proxy_space(benchmark).combined.items() if c in columns},
     }
+    info["noise"] = {s: sorted(NOISE.get((benchmark, s), frozenset()) & set(columns)) for s in sems}
     if benchmark == "flexibert":
         info["rows"] = "ids 0-499" if keys is None else f"{len(keys)} ids"
         info["arch_list_sha256"] = arch_list_sha256(bench.archs)
