@@ -450,6 +450,7 @@ def cmd_build_proxy_values(args: argparse.Namespace) -> None:
     if cache is not None:
         _writable(cache, "--cache")
     slurm = slurm_resources(args)
+    device = _device(args, slurm)
     bench = _bench(args)
     if args.out is None:
         _writable(bench.data.path, "--data")
@@ -457,7 +458,7 @@ def cmd_build_proxy_values(args: argparse.Namespace) -> None:
     from .proxies.values import build, default_cache
 
     res = build(bench, benchmarks=benches, semantics=sems, ids=ids, cache=cache or default_cache(), jobs=args.jobs,
-                executor=args.executor, ray_address=args.ray_address, slurm=slurm, progress=not args.quiet)
+                executor=args.executor, ray_address=args.ray_address, slurm=slurm, progress=not args.quiet, device=device)
     from .data.proxy_values import add_to_data, write_standalone
 
     table = res.to_arrow()
@@ -875,6 +876,7 @@ def _add_build_proxy_values(sub: Any) -> None:
                    help="where each arch runs: local, one Ray task per arch, or a SLURM job array (--slurm-*)")
     b.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local instance)")
     add_slurm_arguments(b)
+    _add_device_argument(b)
     b.set_defaults(fn=cmd_build_proxy_values)
 
 

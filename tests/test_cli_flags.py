@@ -111,7 +111,8 @@ CASES: dict[tuple[str, str], list[str]] = {
     ("proxies values", "--proxies"): ["--proxies", "nope"], ("proxies values", "--out"): ["--out", "{tmp}/v.txt"],
     ("proxies values", "--ids"): ["--verify", "--ids", "x"], ("proxies values", "--nlp-ids"): ["--verify", "--nlp-ids", "x"],
     ("proxies values", "--jobs"): ["--verify", "--jobs", "0"],
-    **{(cmd, "--device"): ["--device", "tpu"] for cmd in ("proxies compute", "proxies evaluate", "hardware")},
+    **{(cmd, "--device"): ["--device", "tpu"] for cmd in ("proxies compute", "proxies evaluate", "hardware",
+                                                         "build-proxy-values")},
     **{(cmd, flag): ["--executor", "slurm", flag, value] for cmd in ("proxies compute", "proxies evaluate", "hardware",
                                                                         "build-proxy-values", "build-entry")
        for flag, value in SLURM.items()},
