@@ -29,7 +29,8 @@ from __future__ import annotations
 from .._torch import torch
 from torch import nn
 
-from ..models.flexibert import FlexiBERTEncoder, LTOperation, SelfAttention
+from ..models.flexibert import FlexiBERTEncoder
+from ..models.operations import LTOperation, SelfAttention
 from ..semantics import Semantics, SemanticsLike, get_semantics
 from ..spaces.flexibert import Arch
 from .capture import Capture, objective_value, projection
