@@ -151,10 +151,11 @@ class TabularBenchmark(ABC, Generic[R]):
     @cached_property
     def objectives(self) -> Mapping[str, Any]:
         """Task metadata per objective - direction, bounds, best value in the table, noise
-        sigma, unit, fidelities (:class:`~.objectives.Objective`) - from the data release's
-        objectives.json, else computed from the tables (:mod:`.objectives`). NAS-Bench-NLP
-        answers per dataset: ``bench.nlp.objectives["ptb"]["test_loss"]``."""
-        from .objectives import objectives_of
+        sigma, unit, fidelities (:class:`~nasbench_bert.data.objectives.Objective`) - from the
+        data release's objectives.json, else computed from the tables
+        (:mod:`nasbench_bert.data.objectives`). NAS-Bench-NLP answers per dataset:
+        ``bench.nlp.objectives["ptb"]["test_loss"]``."""
+        from ..data.objectives import objectives_of
 
         return objectives_of(self, nlp=self._objectives_per_dataset)
 

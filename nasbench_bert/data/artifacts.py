@@ -13,7 +13,7 @@ verifies them the same way (:func:`fetch_artifacts`).
 
 This module knows nothing of what the files hold (the data layer never imports the
 surrogate): the writers are :mod:`nasbench_bert.surrogate.portable` and
-:mod:`nasbench_bert.benchmark.objectives`.
+:mod:`nasbench_bert.data.objectives`.
 """
 
 from __future__ import annotations

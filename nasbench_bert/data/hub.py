@@ -26,7 +26,7 @@ Repository layout (written by :mod:`nasbench_bert.builders.publish`)::
     README.md                 dataset card (licences, citation, ``configs:`` per table, what changed)
     v2/manifest.json          schema version, renamed columns, rows, columns, sha256 and bytes per table
     v2/<table>.parquet        one file per table
-    v2/objectives-v1.json     task metadata (artifact: nasbench_bert.benchmark.objectives)
+    v2/objectives-v1.json     task metadata (artifact: nasbench_bert.data.objectives)
     v2/surrogate-*-v1.npz     the pinned surrogate as plain arrays (artifact: docs/surrogate.md)
 
 Artifacts (:mod:`nasbench_bert.data.artifacts`) are listed in the manifest's

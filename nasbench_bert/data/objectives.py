@@ -15,6 +15,13 @@ The data release carries the same metadata as ``objectives.json`` (written by
 when the data folder has it and computes it otherwise - the two are equal (a test
 checks). The optimiser adapters (:mod:`nasbench_bert.integrations`) take their
 directions from here.
+
+Why in the data layer: ``objectives-v1.json`` is a file of the data folder, computed
+from the tables alone (through the :class:`~nasbench_bert.vocabulary.BenchmarkLike`
+protocol, never a benchmark class), and the surrogate layer writes it beside its own
+file when a build completes (:func:`nasbench_bert.surrogate.portable.write_artifacts`).
+Living here, both the lookup API and the surrogate import it downward.
+:mod:`nasbench_bert.benchmark.objectives` still answers with every name.
 """
 
 from __future__ import annotations
@@ -28,9 +35,9 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ..data.tables import GLUE_TASKS
 from ..errors import DataIntegrityError, InvalidArgumentError
 from ..vocabulary import BenchmarkLike, NLPBenchmarkLike
+from .tables import GLUE_TASKS
 
 #: the ``format`` field of objectives.json, and the layout version this package reads
 FORMAT = "nasbench-bert-objectives"
@@ -244,7 +251,7 @@ def objectives_of(bench: "BenchmarkLike | NLPBenchmarkLike", nlp: bool) -> Mappi
     objectives.json when it has one (sha256-checked), else computed from the tables.
     ``nlp`` says which of the two ``bench`` is (the benchmark classes pass it, so this
     module imports neither of them)."""
-    from ..data.artifacts import artifact_entry, read_artifact
+    from .artifacts import artifact_entry, read_artifact
 
     payload = read_artifact(bench.data, "objectives")
     if payload is not None:

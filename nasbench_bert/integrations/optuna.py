@@ -36,7 +36,7 @@ def _check_study(n_trials: Any, seed: Any, sampler: Any) -> None:
 
 
 def optuna_direction(objective: Any) -> str:
-    """Optuna's ``direction`` for an :class:`~nasbench_bert.benchmark.objectives.Objective`
+    """Optuna's ``direction`` for an :class:`~nasbench_bert.data.objectives.Objective`
     (``bench.objectives[name]``): the studies here take it from the task metadata."""
     return "minimize" if objective.minimize else "maximize"
 

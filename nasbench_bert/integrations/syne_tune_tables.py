@@ -248,7 +248,7 @@ def nlp_table(nlp: NLPBenchmarkLike, dataset: str, fidelity: str) -> NLPTabular:
 # -- directions ---------------------------------------------------------------------------------
 def metric_modes(objectives: Mapping[str, Any], names: list[str]) -> dict[str, str]:
     """syne-tune's ``mode`` (``"max"`` / ``"min"``) of each reported metric, read from the
-    benchmark's task metadata (``bench.objectives``, :mod:`nasbench_bert.benchmark.objectives`):
+    benchmark's task metadata (``bench.objectives``, :mod:`nasbench_bert.data.objectives`):
     ``metric_<name>`` takes its objective's direction and ``metric_glue_error`` the
     opposite of GLUE's; the costs without an objective of their own (elapsed time, the
     measured hardware) are minimised; ``space_index`` is no objective. Every blackbox made

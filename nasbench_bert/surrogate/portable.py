@@ -251,13 +251,13 @@ def load(bench: "BenchmarkLike", payload: bytes | str | Path, *, sha256: str | N
 
 def write_artifacts(bench: BenchmarkLike, *, surrogate: bool = True) -> dict[str, dict[str, Any]]:
     """Add the release artifacts to the built tables ``bench`` reads (``bench.data``, the
-    caller's ``Benchmark`` over that folder, so this layer never builds a benchmark itself): ``objectives-v1.json`` (:mod:`nasbench_bert.benchmark.objectives`)
+    caller's ``Benchmark`` over that folder, so this layer never builds a benchmark itself): ``objectives-v1.json`` (:mod:`nasbench_bert.data.objectives`)
     and, unless ``surrogate=False``, the default surrogate fitted on the table and
     written as its portable file. Each is listed in the manifest with its sha256
     (:func:`nasbench_bert.data.artifacts.add_artifact`). Called by ``nasbench-bert
     build-data`` after the tables are written, and by ``build-surrogate``: the data
     layer that writes the tables never imports the surrogate. Returns the entries."""
-    from ..benchmark import objectives
+    from ..data import objectives
     from ..data.artifacts import add_artifact
     from . import DEFAULT_FAMILY
 
