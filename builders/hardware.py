@@ -49,7 +49,7 @@ _INT_COLUMNS = ("flops_per_seq", "num_params", "threads")
 def to_table(df: pd.DataFrame, gpu: bool = False) -> pa.Table:
     """The measured sweep (``hardware.measure_many`` over ids) as the measurement table
     (``gpu``: the GPU sweep's columns)."""
-    from nasbench_bert.data.release import arch_sha
+    from nasbench_bert.data.hardware_table import arch_sha
     from nasbench_bert.hardware import HARDWARE_COLUMNS
     from nasbench_bert.hardware_gpu import HARDWARE_GPU_COLUMNS
 
@@ -75,7 +75,8 @@ def release_archs(release: str) -> pd.DataFrame:
     includes exists."""
     import tempfile
 
-    from nasbench_bert.data.release import fetch_release, flexibert_table
+    from nasbench_bert.data.release_files import fetch_release
+    from nasbench_bert.data.release_flexibert import flexibert_table
 
     with tempfile.TemporaryDirectory(prefix="nasbench-bert-hw-") as tmp:
         rel = fetch_release(release, Path(tmp))
@@ -209,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     from nasbench_bert.atomic import atomic_path
     from nasbench_bert.data.resolve import release_source
 
-    from nasbench_bert.data.release import hardware_dir
+    from nasbench_bert.data.hardware_table import hardware_dir
     from nasbench_bert.data.tables import sha256_file
     from nasbench_bert.semantics import get_semantics
 

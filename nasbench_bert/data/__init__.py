@@ -2,7 +2,10 @@
 
 * :mod:`.tables` - table names, the manifest, verified reads (:class:`DataDir`), atomic
   versioned writes;
-* :mod:`.release` - the authors' release files -> tables (deterministic);
+* :mod:`.release` - the authors' release files -> tables (deterministic): fetching
+  (:mod:`.release_files`), one parser per benchmark (:mod:`.release_flexibert`,
+  :mod:`.release_nlp`, :mod:`.nlp_logs`), the package's own tables joined by arch
+  (:mod:`.hardware_table`, :mod:`.proxy_values`);
 * :mod:`.hub` - verified, cached downloads from the Hugging Face Hub or a mirror;
 * :mod:`.resolve` - where :meth:`nasbench_bert.Benchmark.load` finds the tables;
 * :mod:`.schemas` - the JSON Schemas shipped with the package.
