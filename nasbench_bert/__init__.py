@@ -48,8 +48,7 @@ from .errors import (
 )
 from .semantics import AS_SPECIFIED, AS_TRAINED, AUTHORS, Semantics, get_semantics
 from .spaces import FLEXIBERT_SPACE, Arch, Layer, Recipe, parse_recipe, recipe_hash
-
-__version__ = "0.3.0.dev0"
+from .version import __version__
 
 #: names imported on first use (heavy dependencies, or modules above the lookup API)
 _LAZY = {"SurrogateResult": ("nasbench_bert.surrogate", "SurrogateResult"), "hub": ("nasbench_bert.data.hub", None)}

@@ -161,7 +161,7 @@ def test_citation_cff_names_the_package_licence_and_the_papers():
 # -- one version ------------------------------------------------------------------------------
 
 def _package_version() -> str:
-    text = (ROOT / "nasbench_bert" / "__init__.py").read_text(encoding="utf-8")
+    text = (ROOT / "nasbench_bert" / "version.py").read_text(encoding="utf-8")
     return re.search(r'^__version__ = "([^"]+)"$', text, re.M).group(1)
 
 

@@ -200,7 +200,7 @@ def logged_space(bench: BenchmarkLike, dataset: str, seed: int = 0) -> Configura
 
 def _stamping(evaluate: Any) -> Any:
     """``evaluate`` (a ``_evaluate`` method) whose ``TrialValue`` gains the package version."""
-    from .. import __version__
+    from ..version import __version__
 
     @functools.wraps(evaluate)
     def stamped(self: Any, trial_info: TrialInfo) -> TrialValue:

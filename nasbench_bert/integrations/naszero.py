@@ -309,7 +309,7 @@ def export_naszero(bench: BenchmarkLike, out_dir: str | os.PathLike[str], *, liv
     out.mkdir(parents=True, exist_ok=True)
     written = []
     builders = {"flexibert": lambda: _flexibert(bench, live, tasks), "nlp": lambda: _nlp(bench, live_nlp)}
-    from .. import __version__
+    from ..version import __version__
 
     for space in spaces:
         data = builders[space]()

@@ -120,7 +120,7 @@ def metadata(blackbox: BlackboxTabular, **extra: Any) -> dict[str, Any]:
     """The free fields of ``metadata.json`` (syne-tune adds ``objectives_names`` and
     ``task_names``). Deterministic: no dates, no paths, so two exports of one data release
     are byte-identical."""
-    from .. import __version__
+    from ..version import __version__
 
     family, kind = _family(blackbox)
     fidelity, elapsed = _MEANINGS[family, kind]
