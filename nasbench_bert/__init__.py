@@ -48,7 +48,7 @@ from .errors import (
 )
 from .semantics import AS_SPECIFIED, AS_TRAINED, AUTHORS, Semantics, get_semantics
 from .spaces import FLEXIBERT_SPACE, Arch, Layer, Recipe, parse_recipe, recipe_hash
-from .version import __version__
+from .version import __version__ as __version__  # re-exported: the version lives in the bottom layer
 
 #: names imported on first use (heavy dependencies, or modules above the lookup API)
 _LAZY = {"SurrogateResult": ("nasbench_bert.surrogate", "SurrogateResult"), "hub": ("nasbench_bert.data.hub", None)}
