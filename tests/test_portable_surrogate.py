@@ -221,20 +221,26 @@ def _prediction_from_the_doc(payload: bytes, X: np.ndarray, *, gp_dtype=np.float
 
 def test_the_documented_prediction_matches_the_surrogate(pinned):
     """A reader written from docs/surrogate_file.md matches bench.surrogate() within the
-    tolerance the page states (1e-9 with numpy's float32 products; 1e-3 for any faithful
-    reader), on the 500 tabulated archs and 20,000 drawn from the whole space; the two
-    readings the page rules out (GP in float64, a sample variance) land where it says."""
+    tolerance the page states (1e-9 with numpy's float32 products on one BLAS thread; 1e-3
+    for any faithful reader, on the machine's default threads too), on the 500 tabulated
+    archs and 20,000 drawn from the whole space; the two readings the page rules out (GP in
+    float64, a sample variance) land where it says."""
+    from threadpoolctl import threadpool_limits
+
     from nasbench_bert.surrogate import surrogate_features
 
     _, sur, payload = pinned
     doc = (ROOT / "docs" / "surrogate_file.md").read_text()
-    assert "to 1e-9 on every mean and std" in doc and "within\n**1e-3**" in doc and "*population* variance" in doc
+    assert "to 1e-9 on every mean and std" in doc and "within **1e-3**" in doc and "*population* variance" in doc
     assert "28 for the default\n`as_trained` features" in doc
     idx = np.r_[sur._bench.to_pandas()["space_index"].to_numpy(), np.random.default_rng(3).integers(0, 10_621_440, 20_000)]
     X = surrogate_features(idx, "as_trained")
     want_m, want_s = sur.predict_indices(idx)
-    m, s, g, a = _prediction_from_the_doc(payload, X)
+    with threadpool_limits(limits=1):
+        m, s, g, a = _prediction_from_the_doc(payload, X)
     assert np.abs(m - want_m).max() <= 1e-9 and np.abs(s - want_s).max() <= 1e-9
+    m_any, s_any, _, _ = _prediction_from_the_doc(payload, X)  # the BLAS library's own thread count
+    assert np.abs(m_any - want_m).max() <= 1e-3 and np.abs(s_any - want_s).max() <= 1e-3
     for level in (0.5, 0.8, 0.95):  # the interval: the calibration table's quantiles, linear interpolation
         q = {gv: np.quantile(a[f"cal.z{gv}"][:, 0], [(1 - level) / 2, (1 + level) / 2]) for gv in (0, 1)}
         lo = m[:500, 0] + np.array([q[v][0] for v in g[:500]]) * s[:500, 0]

@@ -129,17 +129,19 @@ class Surrogate:
         if self._lut is not None:
             k = twin_keys_of(X)
             return self._lut[0][k], (self._lut[1][k] if return_std else None)
-        return self.model.predict(X, return_std)
+        with threadpool_limits(limits=1):  # as at fit: the same numbers whatever the core count
+            return self.model.predict(X, return_std)
 
     def interval(self, idx: np.ndarray, level: float = 0.8) -> tuple[np.ndarray, np.ndarray]:
         """Central ``level`` predictive interval of GLUE for a new run (a calibrated
         family's residual quantiles; Gaussian otherwise)."""
         X = surrogate_features(np.asarray(idx, dtype=np.int64), self.features)
-        if hasattr(self.model, "interval"):
-            return self.model.interval(X, level)
+        with threadpool_limits(limits=1):  # one thread, as predict_indices: the interval's centre is its mean
+            if hasattr(self.model, "interval"):
+                return self.model.interval(X, level)
+            m, s = self.model.predict(X)
         from scipy.stats import norm
 
-        m, s = self.model.predict(X)
         z = norm.ppf((1 + level) / 2)
         return m[:, 0] - z * s[:, 0], m[:, 0] + z * s[:, 0]
 
