@@ -8,7 +8,9 @@ subcommands (``build-entry``, ``publish``) through an entry point, so the core n
 imports it: the builders sit on top of the library, not inside it.
 
 * :mod:`.corpus`, :mod:`.pretrain`, :mod:`.glue`, :mod:`.entry`, :mod:`.results` -
-  regeneration, following the authors' training recipe step for step;
+  regeneration, following the authors' training recipe step for step (pretraining is
+  the loop in :mod:`.pretrain` around :mod:`.pretrain_config`, :mod:`.optimization`,
+  :mod:`.electra` and :mod:`.accelerator`; finetuning reuses the last three);
 * :mod:`.hardware` - measuring the hardware table of the 500 archs;
 * :mod:`.publish` - uploading the tables to the Hugging Face Hub.
 

@@ -93,14 +93,14 @@ def accelerator_options(args: argparse.Namespace, pre: dict[str, Any],
                         fin: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The accelerator flags as ``pretrain_config`` / ``finetune_config`` entries.
 
-    ``--accelerated`` starts from the builders' GPU sets (``pretrain.ACCELERATED``,
+    ``--accelerated`` starts from the builders' GPU sets (``accelerator.ACCELERATED``,
     ``glue.ACCELERATED_FINETUNE``); a flag given explicitly overrides it, so
     ``--accelerated --no-compile`` is the GPU set without compilation. Pretraining and
     finetuning get the same precision, attention and AdamW; ``--compile`` applies to
     pretraining only (a GLUE task is too short to repay compiling).
     """
+    from .accelerator import ACCELERATED
     from .glue import ACCELERATED_FINETUNE
-    from .pretrain import ACCELERATED
 
     p = dict(ACCELERATED) if args.accelerated else {}
     f = dict(ACCELERATED_FINETUNE) if args.accelerated else {}

@@ -30,9 +30,11 @@ from nasbench_bert.sizes import flexibert_num_params
 from nasbench_bert.slurm import SlurmResources, check_slurm
 from nasbench_bert.spaces.flexibert import Arch
 
+from .accelerator import resolve_device
 from .glue import TASKS, FinetuneConfig, finetune
 from .preflight import preflight
-from .pretrain import PretrainConfig, pretrain, resolve_device
+from .pretrain import pretrain
+from .pretrain_config import PretrainConfig
 
 # the recipe lives in .recipe (preflight needs it too, and entry calls preflight); its
 # public names stay importable from here, where callers and tests have always found them

@@ -40,9 +40,10 @@ from nasbench_bert.text import TextTokenizer
 
 from nasbench_bert.checks import check_int, check_real
 
-from .pretrain import (
-    _check_choice, autocast, check_accelerator_fields, check_optimizer_fields, glorot_uniform_, learning_rate, make_optimizer,
-    replica_gradients, resolve_device, unique_parameters, use_attention,
+from .accelerator import _check_choice, autocast, check_accelerator_fields, resolve_device, use_attention
+from .electra import glorot_uniform_
+from .optimization import (
+    check_optimizer_fields, learning_rate, make_optimizer, optimizer_groups, replica_gradients, unique_parameters,
 )
 
 csv.field_size_limit(1 << 24)
@@ -321,8 +322,6 @@ def layerwise_groups(model: SequenceClassifier, lr: float, decay: float, weight_
                      n_layers: int | None = None) -> list[dict[str, Any]]:
     """Parameter groups with ELECTRA's layer-wise learning rates (:func:`layer_scales`), each
     split by weight decay (LayerNorm parameters and biases get none)."""
-    from .pretrain import optimizer_groups
-
     groups = optimizer_groups(model, layer_scales(model, decay, n_layers))
     for g in groups:
         g["lr"] = lr * g["lr_scale"]

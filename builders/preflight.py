@@ -135,7 +135,7 @@ def preflight(archs: Sequence[Any], *, corpus: str = "hf:openwebtext", glue: str
     executor.
     """
     from .glue import TASKS
-    from .pretrain import resolve_device
+    from .accelerator import resolve_device
     from .recipe import make_recipe
 
     problems: list[InputProblem] = []

@@ -29,8 +29,8 @@ from nasbench_bert.errors import InvalidArgumentError
 from nasbench_bert.semantics import AS_TRAINED, SemanticsLike, get_semantics
 
 from .glue import FINETUNE_EXECUTION_FIELDS, TASKS, FinetuneConfig
-from .pretrain import EXECUTION_FIELDS as PRETRAIN_EXECUTION_FIELDS
-from .pretrain import PretrainConfig
+from .pretrain_config import EXECUTION_FIELDS as PRETRAIN_EXECUTION_FIELDS
+from .pretrain_config import PretrainConfig
 
 #: config fields that change how a build runs, not what it computes (checkpoint cadence,
 #: logging, corpus packing, prefetching, compilation, the attention kernel, the AdamW
