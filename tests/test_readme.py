@@ -66,3 +66,35 @@ def test_the_torch_pin_comes_with_the_cpu_index():
     page = (ROOT / "docs" / "getting-started.md").read_text()
     pins = [line for line in page.splitlines() if re.match(r"pip install torch==", line)]
     assert pins and all(cpu in line for line in pins), pins
+
+
+def _sub_bullet(block: str, label: str) -> str:
+    m = re.search(rf"\n  \* {label}: (.*?)(?=\n  \* |\Z)", block, re.S)
+    assert m, f"the README's NAS-Bench-NLP bullet has no '{label}:' line"
+    return " ".join(m.group(1).split())
+
+
+def test_the_nlp_bullet_says_per_dataset_what_the_tables_hold(bench):
+    """Issue 37, item 12: the README promised per-epoch curves for PTB, whose release files
+    hold final results only. Each dataset's line is checked against its table: the counts,
+    where per-epoch curves and stored proxies exist, and how PTB's curves get in."""
+    block = README.split("* **NAS-Bench-NLP**", 1)[1].split("\n\n", 1)[0]
+    ptb, wt2 = _sub_bullet(block, "Penn Treebank"), _sub_bullet(block, "WikiText-2")
+    ptb_df = bench.data.table("nlp_ptb").to_pandas()
+    wt2_df = bench.data.table("nlp_wikitext2").to_pandas()
+
+    def number(text: str, pattern: str) -> int:
+        return int(re.search(pattern, text).group(1).replace(",", ""))
+
+    assert number(ptb, r"^([\d,]+) runs") == len(ptb_df) == 8794
+    assert number(ptb, r"recipe for the ([\d,]+) runs") == int(ptb_df["recipe"].notna().sum())
+    assert number(wt2, r"^([\d,]+) training logs") == len(wt2_df)
+    curves = {"train_losses", "val_losses", "test_losses", "wall_times"}
+    assert curves <= set(wt2_df.columns) and "per-epoch (1–50)" in wt2 and set(wt2_df["hp_epochs"]) == {50}
+    assert not curves & set(ptb_df.columns) and "no per-epoch curves for PTB" in ptb and "--ptb-logs ZIP" in ptb
+    assert "activation_distance" in ptb_df.columns and "stored proxies" in ptb
+    assert "activation_distance" not in wt2_df.columns and "no stored proxies" in wt2
+    from nasbench_bert.cli import build_parser
+
+    build = build_parser()._subparsers._group_actions[0].choices["build-data"]
+    assert any("--ptb-logs" in a.option_strings for a in build._actions)
