@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,8 +25,8 @@ from nasbench_bert.cli import main  # noqa: E402
 from nasbench_bert.data.tables import GLUE_TASKS  # noqa: E402
 from nasbench_bert.integrations.syne_tune import arch_to_config, config_to_arch  # noqa: E402
 from nasbench_bert.integrations.syne_tune_recipe import (  # noqa: E402
-    BLACKBOXES, FILES, FLEXIBERT, FLEXIBERT_CURVES, NLP_PTB, NLP_WIKITEXT2, RECIPES, TASKS, available, blackbox_of, register,
-    write_blackboxes,
+    BLACKBOXES, FIDELITY_ATTRS, FILES, FLEXIBERT, FLEXIBERT_CURVES, NLP_PTB, NLP_WIKITEXT2, RECIPES, TASKS, available,
+    blackbox_of, register, write_blackboxes,
 )
 
 from conftest import ROOT  # noqa: E402
@@ -406,3 +407,35 @@ def test_load_blackbox_from_the_hub_multi_fidelity_equals_the_tables(from_hub, b
             v = dict(zip(c["names"], c["values"][j]))
             assert v["metric_glue"] == p.glue and v["metric_elapsed_time"] == p.time_to_train
             assert all(v[f"metric_{t}"] == p.scores[t] for t in GLUE_TASKS)
+
+
+def _numbers(text: str) -> list[int]:
+    return [int(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\d|\d", text)]
+
+
+def test_the_integrations_page_describes_every_blackbox_and_carps_task(export, bench):
+    """docs/integrations.md named two blackboxes with one fidelity each and four CARP-S tasks
+    after the multi-fidelity ones were added (issue 37): its folder table must list every
+    blackbox with its task and fidelity attribute, and the shape and first/last fidelity of
+    each exported one; its CARP-S table every shipped task config."""
+    page = (ROOT / "docs" / "integrations.md").read_text()
+    section = page.split("### syne-tune's blackbox repository", 1)[1].split("\n## ", 1)[0]
+    rows = {m[0]: m[1:] for m in re.findall(r"^\| `(nasbench-bert-[\w-]+)`[^|]*\| `(\w+)` \| ([^|]+) \|[^|]+\| "
+                                            r"`(\w+)` = ([^|]+) \|", section, re.M)}
+    assert set(rows) == set(BLACKBOXES) and "One fidelity" not in section
+    exported = available(bench)
+    assert len(exported) >= 4
+    for name, (task, dims, attr, values) in rows.items():
+        assert (task, attr) == (TASKS[name], FIDELITY_ATTRS[name]), name
+        if name not in exported:  # the PTB-epochs blackbox needs PTB's logs (test_syne_tune_fidelities.py)
+            continue
+        bb = deserialize(str(export / name))[task]
+        fid = bb.fidelity_values.tolist()
+        assert _numbers(dims) == [len(bb.hyperparameters), bb.num_seeds, len(fid)], name
+        assert [_numbers(values)[0], _numbers(values)[-1]] == [fid[0], fid[-1]], name
+    carps = page.split("\n## CARP-S", 1)[1].split("\n## ", 1)[0]
+    shipped = {p.stem for p in (ROOT / "nasbench_bert" / "integrations" / "carps_configs" / "task" / "NASBenchBERT").glob("*.yaml")}
+    assert {m for m in re.findall(r"^\| `(\w+)`[^|]*\| `[A-Z]", carps, re.M)} == shipped
+    words = {4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
+    assert re.search(r"adds\s+(\w+)\s+tasks", carps).group(1) == words[len(shipped)]
+    assert f"runs all {words[len(shipped)]} tasks" in " ".join(carps.split())
