@@ -46,6 +46,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from nasbench_bert.sizes import flexibert_num_params
+from studies.published_format import figures, verdict_cell
+from studies.published_metrics import BOOTSTRAP, RULES, metrics, verdict
+from studies.published_runs import describe_ids
 
 #: the archs of the gradient runs: every 5th id (five runs of 100 archs fit the ~15
 #: CPU-minutes this machine could give them; 500 would take over an hour)
@@ -177,7 +180,6 @@ def flops_row(archs: dict[int, Any], glue: dict[int, float], rules: dict[str, np
     from nasbench_bert import Arch
     from nasbench_bert.proxies.nsc import NSC_FLOPS_SEQ_LEN, nsc_flops
     from nasbench_bert.sizes import flexibert_num_params
-    from studies import published as pub
 
     ids = sorted(archs)
     parsed = {i: Arch.coerce(archs[i]) for i in ids}
@@ -185,13 +187,9 @@ def flops_row(archs: dict[int, Any], glue: dict[int, float], rules: dict[str, np
     y = np.array([glue[i] for i in ids], float)
     size = np.array([flexibert_num_params(archs[i], "as_specified") for i in ids], float)
     cells = np.array([len(parsed[i].layers) * 1000 + parsed[i].hidden_size for i in ids], float)
-    verdict = {}
-    for r in pub.RULES:
-        d = pub.paired(x, rules[r], y, cells)
-        verdict[r] = {k: {**d[k], "word": pub.word(d[k]["lo"], d[k]["hi"])} for k in pub.VERDICT_METRICS}
     return {"seq_len": NSC_FLOPS_SEQ_LEN, "paper": dict(zip(("tau", "pw10"), PAPER["flops"])),
-            "figures": pub.metrics(x, y, size), "tau_with_params": pub.metrics(x, size)["tau"],
-            "distinct": int(len(np.unique(x))), "verdict": verdict}
+            "figures": metrics(x, y, size), "tau_with_params": metrics(x, size)["tau"],
+            "distinct": int(len(np.unique(x))), "verdict": verdict(x, rules, y, cells)}
 
 
 def _rel(a: np.ndarray, b: np.ndarray) -> float:
@@ -213,7 +211,6 @@ def gradient_rows(values: Sequence[dict[str, Any]], runs: Sequence[GradRun], arc
     tau-b against GLUE; and the non-vanishing gradient's size."""
     from nasbench_bert import Arch
     from nasbench_bert import metrics as mt
-    from studies import published as pub
 
     ids = values[0]["ids"]
     assert all(v["ids"] == ids for v in values), "the runs disagree on the ids"
@@ -226,7 +223,7 @@ def gradient_rows(values: Sequence[dict[str, Any]], runs: Sequence[GradRun], arc
         entry: dict[str, Any] = {"label": run.label, "key": run.key, "cpu_seconds_per_arch": round(v["cpu_seconds_per_arch"], 3)}
         for p in ("snip", "grad_norm"):
             x = np.array(v[p], float)
-            entry[p] = {"figures": pub.metrics(x, y, quantity["params"]),
+            entry[p] = {"figures": metrics(x, y, quantity["params"]),
                         "tau_within_cell_tb": round(mt.tau_within_cell_tb(x, y, cells), 4),
                         "tau_with": {k: round(mt.kendall_tau_b(x, q), 4) for k, q in quantity.items()},
                         "median": float(np.median(x)), "min": float(x.min()), "max": float(x.max()), "values": v[p]}
@@ -253,16 +250,15 @@ def compute(bench: Any, cache: Path | None, ids: Sequence[int] = GRAD_IDS, runs:
 
     from nasbench_bert import proxies
     from nasbench_bert.proxies.protocols import W_PCA_NSC
-    from studies import published as pub
     from studies.pages import provenance
 
     table = bench.to_pandas().sort_values("id")
     all_ids = [int(i) for i in table["id"]]
     archs = dict(zip(all_ids, table["arch"]))
     glue = dict(zip(all_ids, table["glue"].astype(float)))
-    rule_df = proxies.compute(all_ids, list(pub.RULES), semantics="as_trained", bench=bench)
+    rule_df = proxies.compute(all_ids, list(RULES), semantics="as_trained", bench=bench)
     assert [int(i) for i in rule_df["id"]] == all_ids
-    rules = {r: rule_df[r].to_numpy(float) for r in pub.RULES}
+    rules = {r: rule_df[r].to_numpy(float) for r in RULES}
     flops = flops_row(archs, glue, rules)
     values = []
     for run in runs:
@@ -270,14 +266,14 @@ def compute(bench: Any, cache: Path | None, ids: Sequence[int] = GRAD_IDS, runs:
         values.append(gradient_run(archs, ids, run, W_PCA_NSC.batch, cache, reference=run == REFERENCE_RUN))
         print(f"nsc gradients {run.label}: {len(ids)} archs, {time.time() - t0:.0f} s", flush=True)
     grads = gradient_rows(values, runs, archs, glue)
-    grads.update({"ids": pub.describe_ids(ids), "n": len(ids), "batch": W_PCA_NSC.batch.key, "model_seed": MODEL_SEED,
+    grads.update({"ids": describe_ids(ids), "n": len(ids), "batch": W_PCA_NSC.batch.key, "model_seed": MODEL_SEED,
                   "paper": {p: dict(zip(("tau", "pw10"), PAPER[p])) for p in ("snip", "grad_norm")}})
     return {"flops": flops, "gradients": grads,
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}",
-            "provenance": provenance("python -m studies.published --nsc-rows", bench, ids=pub.describe_ids(ids),
+            "provenance": provenance("python -m studies.published --nsc-rows", bench, ids=describe_ids(ids),
                                      batch=W_PCA_NSC.batch.key, model_seed=MODEL_SEED,
                                      runs=[r.label for r in runs], reference_seed=REFERENCE_SEED,
-                                     bootstrap=pub.BOOTSTRAP, bootstrap_seed=0)}
+                                     bootstrap=BOOTSTRAP, bootstrap_seed=0)}
 
 
 # -- the page ---------------------------------------------------------------------------------------
@@ -287,16 +283,13 @@ def _sci(v: float) -> str:
 
 def lines(summary: dict[str, Any]) -> list[str]:
     """The page's section for ``summary['nsc_table']`` (none without it)."""
-    from studies import published as pub
-
     t = summary.get("nsc_table")
     if not t:
         return []
     f, g = t["flops"], t["gradients"]
     dtw, dws = "depth_then_width", "depth_width_then_size"
-    short = {"above": "above", "below": "below", "level with": "level"}
-    verdict = [f"{pub._d(f['verdict'][r][k])} {short[f['verdict'][r][k]['word']]}"
-               for r, k in ((dtw, "tau_tiebroken"), (dws, "tau_tiebroken"), (dws, "tau_within_cell_tb"))]
+    cells = [verdict_cell(f["verdict"][r][k])
+             for r, k in ((dtw, "tau_tiebroken"), (dws, "tau_tiebroken"), (dws, "tau_within_cell_tb"))]
     first = g["runs"][0]
     gt = first["grad_norm"]["tau_with"]
     f64 = next(r for r in g["runs"] if r["label"] == REFERENCE_RUN.label)
@@ -312,9 +305,9 @@ def lines(summary: dict[str, Any]) -> list[str]:
         f"`{dws}` | within-cell tie-broken tau − `{dws}` |",
         "|---|---|---|---|---|---|",
         f"| #FLOPs (their MAC formula, S = {f['seq_len']}) | {f['paper']['tau']:.3f}, {f['paper']['pw10']:.3f} | "
-        f"{pub._f(f['figures'])} | " + " | ".join(verdict) + " |",
+        f"{figures(f['figures'])} | " + " | ".join(cells) + " |",
         *[f"| {name} ({first['label']}) | {g['paper'][p]['tau']:.3f}, {g['paper'][p]['pw10']:.3f} | "
-          f"{pub._f(first[p]['figures'], full=500)} | noise | noise | noise |"
+          f"{figures(first[p]['figures'], full=500)} | noise | noise | noise |"
           for name, p in (("SNIP", "snip"), ("GradNorm", "grad_norm"))],
         "",
         f"**#FLOPs** is `nasbench_bert.proxies.nsc.nsc_flops`, their `flexibert_layer_macs` summed over the layers "
@@ -356,7 +349,7 @@ def lines(summary: dict[str, Any]) -> list[str]:
         "| run | SNIP | GradNorm | within-cell tie-broken tau: SNIP / GradNorm | GradNorm's median [min, max] | "
         "CPU s per arch |",
         "|---|---|---|---|---|---|",
-        *[f"| {r['label']} | {pub._f(r['snip']['figures'], full=500)} | {pub._f(r['grad_norm']['figures'], full=500)} | "
+        *[f"| {r['label']} | {figures(r['snip']['figures'], full=500)} | {figures(r['grad_norm']['figures'], full=500)} | "
           f"{r['snip']['tau_within_cell_tb']:+.3f} / {r['grad_norm']['tau_within_cell_tb']:+.3f} | "
           f"{_sci(r['grad_norm']['median'])} [{_sci(r['grad_norm']['min'])}, {_sci(r['grad_norm']['max'])}] | "
           f"{r['cpu_seconds_per_arch']:.2f} |" for r in g["runs"]],

@@ -275,42 +275,56 @@ def test_describe_ids_and_word():
         ("above", "below", "level with", "level with")
 
 
-def _cache(sem_folder: str) -> Path:
-    folder = ROOT / "data" / "proxy-cache" / sem_folder
-    if not folder.is_dir() or len(list(folder.glob("*.parquet"))) < 480:
-        pytest.skip(f"the leaderboard's sweep cache {folder} is not here (filled by the leaderboard's sweep)")
-    return folder
+def _table_bench(bench):
+    """The benchmark, when its data holds the proxy-values table (the pinned table, which
+    build-data copies into every data folder); else a skip naming what is missing."""
+    if not bench.data.has_table("proxy_values"):
+        pytest.skip("the test data holds no proxy-values table (nasbench_bert/data/pinned/proxy_values.parquet "
+                    "is not pinned yet)")
+    return bench
+
+
+def _scored_table(summary: dict, bench) -> None:
+    """The page's JSON scored this table: its record's sha256 is the data folder's (else the
+    page is stale: ``python -m studies.published --table-rows`` recomputes its table rows)."""
+    got = (summary.get("proxy_values") or {}).get("sha256")
+    want = bench.data.manifest["tables"]["proxy_values"]["sha256"]
+    assert got == want, f"docs/published.json scored table {got}, the data holds {want}: run --table-rows"
 
 
 @pytest.mark.torch
-def test_read_shared_computes_nothing(bench, tmp_path):
-    """The page reads the leaderboard's caches without computing: a folder without the
-    parts raises (naming how many are missing) and stays empty; a filled one gives the
-    values the page was built from."""
-    pub = _studies()
-    run = pub.Run("authors", ("lpzero", "swap", "w_pca_first"), "authors", pub.SWEEP_BATCH, 0, (0, 1, 2))
-    with pytest.raises(RuntimeError, match="3 of 3 ids are not in"):
-        pub.read_shared(run, tmp_path, bench)
-    assert list(tmp_path.iterdir()) == []
-    folder = _cache("leaderboard-published-authors")
-    df = pub.read_shared(run, folder, bench)
-    assert df["cached"].all() and df["error"].isna().all()
+def test_table_values_compute_nothing(bench, monkeypatch):
+    """The page reads its sweeps from the proxy-values table without computing: with the
+    sweep's worker made to fail, the values at the page's ids are the table's, under each
+    semantics, and carry the table's batch."""
+    from nasbench_bert.proxies import sweep
+    from studies import published_runs
+
+    bench = _table_bench(bench)
+    monkeypatch.setattr(sweep, "_work", lambda task: (_ for _ in ()).throw(AssertionError("computed")))
+    got = published_runs.table_values(bench, [0, 1, 2, 250])
+    for sem in published_runs.SEMANTICS:
+        table = bench.proxy_values(sem, list(published_runs.MODEL_PROXIES))
+        assert got[sem]["ids"] == [0, 1, 2, 250] and got[sem]["batch"] == "random,B=8,T=128,seed=0"
+        for p in published_runs.MODEL_PROXIES:
+            assert got[sem][p] == table.loc[[0, 1, 2, 250], p].tolist(), (sem, p)
 
 
 @pytest.mark.torch
-def test_sweep_figures_are_the_leaderboard_caches_values(bench):
-    """The table's LPZero and SWAP figures under each semantics, recomputed with scipy
-    from the leaderboard's cached values on all 500 ids, and SWAP's cap counts."""
+def test_sweep_figures_are_the_tables_values(bench):
+    """The table's LPZero, SWAP and W-PCA figures under each semantics, recomputed with scipy
+    from the proxy-values table on all 500 ids, and SWAP's cap counts."""
     from scipy.stats import kendalltau, spearmanr
 
     pub = _studies()
     summary = _summary()
+    bench = _table_bench(bench)
+    _scored_table(summary, bench)
     glue = bench.to_pandas().set_index("id")["glue"]
     rows = {r["proxy"].split(" ")[0]: r for r in summary["rows"]}
     for sem in pub.SEMANTICS:
-        run = pub.Run(sem, ("lpzero", "swap", "w_pca_first"), sem, pub.SWEEP_BATCH, 0, tuple(range(500)))
-        df = pub.read_shared(run, _cache(f"leaderboard-published-{sem}"), bench)
-        y = glue.loc[df["id"]].to_numpy()
+        df = bench.proxy_values(sem, ["lpzero", "swap", "w_pca_first"]).loc[list(range(500))]
+        y = glue.loc[df.index].to_numpy()
         for proxy, key in (("lpzero", "LPZero"), ("swap", "SWAP"), ("w_pca_first", "W-PCA")):
             got = rows[key]["under"][sem]
             assert got["tau"] == pytest.approx(kendalltau(df[proxy], y)[0], abs=1e-4), (sem, proxy)
@@ -320,28 +334,31 @@ def test_sweep_figures_are_the_leaderboard_caches_values(bench):
         assert caps["distinct"] == df["swap"].nunique()
 
 
-@pytest.mark.torch
-def test_real_text_figures_are_the_text_caches_values(bench):
-    """The real-text rows against the page's own text cache: rho of the RTE batch and of
-    random tokens (the leaderboard's authors sweep) recomputed with scipy."""
+def test_real_text_figures_are_the_companion_files_values(bench):
+    """The real-text rows against the page's companion file: rho of the RTE batch (an own
+    run) and of random tokens (the table's authors values) recomputed with scipy. (While
+    the own runs' values are not shipped, their figures are carried over and the real-text
+    section says its random tokens were not the table's.)"""
     from scipy.stats import spearmanr
+
+    from studies import published_values
 
     pub = _studies()
     summary = _summary()
-    if not (ROOT / "data" / "published-cache" / "authors-text8x128-b0-s0").is_dir() or not pub.rte_text_available():
-        pytest.skip("the page's text cache or the RTE text is not here")
-    text = pub.rte_text(ROOT / "data" / "published-cache")
-    run = next(r for r in pub.runs(tuple(range(500)), pub.SWEEP_IDS, text) if r.label == "text/RTE")
-    df = pub.read_shared(run, run.cache_dir(ROOT / "data" / "published-cache"), bench)
-    rnd = pub.read_shared(pub.Run("authors", pub.TEXT_PROXIES, "authors", pub.SWEEP_BATCH, 0, run.ids),
-                          _cache("leaderboard-published-authors"), bench)
-    y = bench.to_pandas().set_index("id")["glue"].loc[df["id"]].to_numpy()
+    if not summary.get("own_runs", {}).get("shipped"):
+        pytest.skip("the own runs' per-arch values are not shipped (docs/published.json own_runs)")
+    bench = _table_bench(bench)
+    _scored_table(summary, bench)
+    own = published_values.read(ROOT / "docs" / "published_values.parquet")
+    text = own["text/RTE"]
+    rnd = bench.proxy_values("authors", list(pub.TEXT_PROXIES)).loc[text["ids"]]
+    y = bench.to_pandas().set_index("id")["glue"].loc[text["ids"]].to_numpy()
     gap = {(g["proxy"], g["batch"]): g for g in summary["text"]["gap"]}
     for proxy in ("lpzero", "swap"):
         g = gap[proxy, "8 x 128"]
-        assert g["rho_text"] == pytest.approx(spearmanr(df[proxy], y)[0], abs=1e-4)
+        assert g["rho_text"] == pytest.approx(spearmanr(text[proxy], y)[0], abs=1e-4)
         assert g["rho_random"] == pytest.approx(spearmanr(rnd[proxy], y)[0], abs=1e-4)
-        assert g["n"] == len(df) == len(pub.TEXT_IDS)
+        assert g["n"] == len(text["ids"]) == len(pub.TEXT_IDS)
 
 
 def test_rte_text_is_derived_outside_the_repository(tmp_path):
