@@ -5,32 +5,44 @@
 >>> bench.query("256/SA-WMA-h4-1024x3/LT-DCT-h2-512x3/SA-SDP-h4-512x3/SA-SDP-h4-1024x1").glue
 74.73375
 
-The layers, bottom up (each imports only from those below it; no import runs back up):
+The layers, bottom up. Each bullet is one layer; a module imports only from its own
+layer and those below it, never upward, and no import ever closes a circle
+(``tests/test_structure.py`` reads this list and checks every import of the library
+against it; docs/development.md draws the same map):
 
 * :mod:`~nasbench_bert.errors`, :mod:`~nasbench_bert.atomic`, :mod:`~nasbench_bert.vocabulary`,
-  :mod:`~nasbench_bert.progress` - the error hierarchy, atomic writes, the typed vocabulary
-  (closed sets, the ``BenchmarkLike`` protocol), progress display;
-* :mod:`~nasbench_bert.checks` - argument validators (one per concept);
-* :mod:`~nasbench_bert.spaces`, :mod:`~nasbench_bert.executors`, :mod:`~nasbench_bert.devices`,
-  :mod:`~nasbench_bert.metrics` - search spaces, where sweeps run and on which device, rank metrics;
-* :mod:`~nasbench_bert.semantics`, then :mod:`~nasbench_bert.sizes` - what model an arch
-  string means, analytic parameter and FLOP counts; beside them :mod:`~nasbench_bert.sweep`,
-  the one resumable-sweep engine (typed tasks, a verifying part cache, the executors);
+  :mod:`~nasbench_bert.progress`, :mod:`~nasbench_bert.version`, :mod:`~nasbench_bert._torch` -
+  the error hierarchy, atomic writes, the typed vocabulary (closed sets as ``Literal`` types
+  and ``StrEnum`` members, the ``BenchmarkLike`` protocol), progress display, the version,
+  the one guarded torch import;
+* :mod:`~nasbench_bert.checks`, :mod:`~nasbench_bert.report_dir`, :mod:`~nasbench_bert.hardware_gpu` -
+  argument validators (one per concept), where a report may be written, GPU timers;
+* :mod:`~nasbench_bert.spaces`, :mod:`~nasbench_bert.slurm`, :mod:`~nasbench_bert.metrics` -
+  the search spaces, SLURM job arrays, rank metrics;
+* :mod:`~nasbench_bert.semantics`, :mod:`~nasbench_bert.executors`, :mod:`~nasbench_bert.devices` -
+  what model an arch string means; where sweeps run and on which device;
+* :mod:`~nasbench_bert.sizes`, :mod:`~nasbench_bert.sweep` - analytic parameter and FLOP
+  counts; the one resumable-sweep engine (typed tasks, a verifying part cache);
 * :mod:`~nasbench_bert.data`, :mod:`~nasbench_bert.models` - tables, the release importer,
-  the Hub, data resolution; PyTorch models (the ``[torch]`` extra);
-* :mod:`~nasbench_bert.surrogate`, :mod:`~nasbench_bert.text` - whole-space predictions,
-  corpora and tokenizers;
+  the Hub, data resolution, the task metadata; PyTorch models (the ``[torch]`` extra);
+* :mod:`~nasbench_bert.surrogate`, :mod:`~nasbench_bert.text` - whole-space predictions
+  fitted on the tables (through ``BenchmarkLike``); corpora and tokenizers;
 * :mod:`~nasbench_bert.benchmark` - the query API: a lookup facade over key resolution,
-  curves, filters and the hardware table (it reaches the surrogate below it by name);
-* :mod:`~nasbench_bert.hardware`, :mod:`~nasbench_bert.proxies` - hardware objectives and
-  live zero-cost proxies, both swept on :mod:`~nasbench_bert.sweep`;
-* :mod:`~nasbench_bert.scoring`, :mod:`~nasbench_bert.search`, :mod:`nasbench_bert.builders` -
-  proxies scored against the stored results; NAS algorithms behind oracles; regenerating
-  entries (the ``[build]`` extra; a plugin of the CLI that nothing in the library imports);
+  curves, filters and the hardware table (``Benchmark.surrogate()`` reaches the surrogate
+  below it; ``to_syne_tune()`` reaches the integrations above it by entry point, never by
+  import);
+* :mod:`nasbench_bert` (this facade), :mod:`~nasbench_bert.hardware` - the public names;
+  hardware objectives, swept on :mod:`~nasbench_bert.sweep`;
+* :mod:`~nasbench_bert.proxies`, :mod:`nasbench_bert.builders` - live zero-cost proxies,
+  swept on :mod:`~nasbench_bert.sweep`; regenerating entries (the ``[build]`` extra; a
+  plugin of the CLI that nothing in the library imports);
+* :mod:`~nasbench_bert.scoring`, :mod:`~nasbench_bert.search`, :mod:`~nasbench_bert.report` -
+  proxies scored against the stored results; NAS algorithms behind oracles; the report
+  of an evaluation;
 * :mod:`~nasbench_bert.evaluation`, :mod:`~nasbench_bert.integrations` - a new proxy
   evaluated beside the baselines in one call; adapters for syne-tune, Optuna, SMAC3,
-  ConfigSpace, NAS-Bench-Suite-Zero;
-* :mod:`~nasbench_bert.cli` - the ``nasbench-bert`` command.
+  ConfigSpace, CARP-S, NAS-Bench-Suite-Zero;
+* :mod:`~nasbench_bert.cli` - the ``nasbench-bert`` command, one module per subcommand group.
 
 ``import nasbench_bert`` stays light: only the lookup API is imported; everything else
 on first use.

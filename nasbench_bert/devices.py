@@ -25,9 +25,11 @@ imported only to ask whether (and how many) CUDA devices exist.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+import sys
+from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import InvalidArgumentError
+from .vocabulary import DeviceKind, ExecutorKind
 
 if TYPE_CHECKING:
     from .slurm import SlurmResources
@@ -42,15 +44,17 @@ ALLOWED = "'auto', 'cpu', 'cuda' or 'cuda:<index>'"
 _SYNTAX = re.compile(r"^(auto|cpu|cuda)(?::(\d+))?$")
 
 
-def parse_device(device: Any, name: str = "device") -> tuple[str, int | None]:
+def parse_device(device: Any, name: str = "device") -> tuple[DeviceKind, int | None]:
     """``(kind, index)`` of a device spelling, by syntax alone (no torch): ``kind`` one of
     ``auto``, ``cpu``, ``cuda``; ``index`` given only as ``cuda:<i>``. A ``torch.device``
     is read by its string."""
-    text = str(device) if type(device).__module__ == "torch" and type(device).__name__ == "device" else device
+    torch = sys.modules.get("torch")  # a torch.device exists only where torch is imported
+    text = str(device) if torch is not None and isinstance(device, torch.device) else device
     m = _SYNTAX.match(text.strip().lower()) if isinstance(text, str) else None
-    if m is None or (m.group(2) is not None and m.group(1) != "cuda"):
+    kind = None if m is None else DeviceKind(m.group(1))
+    if kind is None or (m.group(2) is not None and kind is not DeviceKind.CUDA):
         raise InvalidArgumentError(f"{name} = {device!r} is not allowed; allowed values: {ALLOWED}")
-    return m.group(1), None if m.group(2) is None else int(m.group(2))
+    return kind, None if m.group(2) is None else int(m.group(2))
 
 
 def cuda_count() -> int:
@@ -75,26 +79,44 @@ def check_device(device: Any = DEFAULT_DEVICE, *, executor: str = "local", slurm
     and the allowed values. Local sweeps check this machine's CUDA devices; a SLURM
     sweep checks what its array tasks ask for (the login node has no GPU to ask)."""
     kind, index = parse_device(device, name)
-    if kind == "cpu":
-        return "cpu"
-    if executor == "ray":
-        if kind == "auto":
-            return "cpu"
-        raise InvalidArgumentError(f"{name} = {device!r} is not allowed with executor 'ray' (its tasks ask for CPUs only); "
-                                   "allowed there: 'cpu' or 'auto' (= cpu); a GPU sweep runs with executor 'local' or "
-                                   "'slurm'")
-    if executor == "slurm":
-        gpus = 0 if slurm is None else int(slurm.gpus_per_node)
-        return _within(device, name, kind, index, gpus, f"the SLURM array tasks ask for {gpus} GPU(s) "
-                       "(gpus_per_node, --slurm-gpus)")
+    if kind is DeviceKind.CPU:
+        return DeviceKind.CPU.value
+    return _BY_EXECUTOR.get(executor, _on_this_machine)(device, name, kind, index, slurm)
+
+
+def _on_ray(device: Any, name: str, kind: DeviceKind, index: int | None, slurm: "SlurmResources | None") -> str:
+    """A Ray sweep's tasks ask for CPUs only: ``auto`` is the CPU, a GPU is refused."""
+    if kind is DeviceKind.AUTO:
+        return DeviceKind.CPU.value
+    raise InvalidArgumentError(f"{name} = {device!r} is not allowed with executor 'ray' (its tasks ask for CPUs only); "
+                               "allowed there: 'cpu' or 'auto' (= cpu); a GPU sweep runs with executor 'local' or "
+                               "'slurm'")
+
+
+def _on_slurm(device: Any, name: str, kind: DeviceKind, index: int | None, slurm: "SlurmResources | None") -> str:
+    """A SLURM array's tasks have the GPUs they ask for (the login node has none to ask)."""
+    gpus = 0 if slurm is None else int(slurm.gpus_per_node)
+    return _within(device, name, kind, index, gpus, f"the SLURM array tasks ask for {gpus} GPU(s) "
+                   "(gpus_per_node, --slurm-gpus)")
+
+
+def _on_this_machine(device: Any, name: str, kind: DeviceKind, index: int | None, slurm: "SlurmResources | None") -> str:
+    """A local sweep has this machine's CUDA devices."""
     return _within(device, name, kind, index, cuda_count(), "CUDA is not available" if not cuda_count() else
                    f"this machine has {cuda_count()} CUDA device(s)")
 
 
-def _within(device: Any, name: str, kind: str, index: int | None, count: int, why: str) -> str:
+#: ``executor`` -> how a GPU device is checked for its sweep (any other executor name is
+#: refused by the executor's own check; until then it is checked as a local sweep)
+_BY_EXECUTOR: dict[str, Callable[[Any, str, DeviceKind, int | None, "SlurmResources | None"], str]] = {
+    ExecutorKind.LOCAL: _on_this_machine, ExecutorKind.RAY: _on_ray, ExecutorKind.SLURM: _on_slurm,
+}
+
+
+def _within(device: Any, name: str, kind: DeviceKind, index: int | None, count: int, why: str) -> str:
     """``cuda:<index>`` when the index is below ``count``; ``auto`` falls back to the CPU."""
-    if kind == "auto":
-        return "cuda:0" if count else "cpu"
+    if kind is DeviceKind.AUTO:
+        return "cuda:0" if count else DeviceKind.CPU.value
     i = 0 if index is None else index
     if i < count:
         return f"cuda:{i}"

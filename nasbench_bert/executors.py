@@ -24,7 +24,7 @@ from .checks import check_choice, check_int
 from .errors import InvalidArgumentError
 from .progress import Progress
 from .slurm import SlurmResources, check_slurm, run_array
-from .vocabulary import EXECUTORS
+from .vocabulary import EXECUTORS, ExecutorKind
 
 T = TypeVar("T")
 
@@ -68,18 +68,11 @@ def _run(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, Any], 
          ray_address: str | None, num_cpus: int, slurm: SlurmResources | None, start_method: str | None = None) -> None:
     if not tasks:
         return
-    if executor == "slurm":
-        assert slurm is not None  # check_slurm gives the default
-        run_array(fn, tasks, done, slurm, default_cpus=num_cpus)
-        return
-    if executor == "local":
-        _run_local(fn, tasks, done, jobs, ray_address, num_cpus, start_method)
-        return
-    _RUNNERS[executor](fn, tasks, done, jobs, ray_address, num_cpus)
+    _RUNNERS[executor](fn, tasks, done, jobs, ray_address, num_cpus, slurm, start_method)
 
 
 def _run_ray(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, Any], None], jobs: int,
-             ray_address: str | None, num_cpus: int) -> None:
+             ray_address: str | None, num_cpus: int, slurm: SlurmResources | None, start_method: str | None) -> None:
     import ray
 
     if not ray.is_initialized():
@@ -93,7 +86,7 @@ def _run_ray(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, An
 
 
 def _run_local(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, Any], None], jobs: int,
-               ray_address: str | None, num_cpus: int, start_method: str | None = None) -> None:
+               ray_address: str | None, num_cpus: int, slurm: SlurmResources | None, start_method: str | None) -> None:
     if jobs == 1:
         for i, t in enumerate(tasks):
             done(i, fn(t))
@@ -104,5 +97,13 @@ def _run_local(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, 
                 done(i, result)
 
 
-#: ``executor`` (:data:`~nasbench_bert.vocabulary.EXECUTORS`) -> how its tasks run
-_RUNNERS: dict[str, Callable[..., None]] = {"local": _run_local, "ray": _run_ray}
+def _run_slurm(fn: Callable[[T], Any], tasks: Sequence[T], done: Callable[[int, Any], None], jobs: int,
+               ray_address: str | None, num_cpus: int, slurm: SlurmResources | None, start_method: str | None) -> None:
+    assert slurm is not None  # check_slurm gives the default
+    run_array(fn, tasks, done, slurm, default_cpus=num_cpus)
+
+
+#: ``executor`` (:class:`~nasbench_bert.vocabulary.ExecutorKind`) -> how its tasks run (one
+#: signature, so a new executor is one function and one entry here)
+_RUNNERS: dict[str, Callable[..., None]] = {ExecutorKind.LOCAL: _run_local, ExecutorKind.RAY: _run_ray,
+                                            ExecutorKind.SLURM: _run_slurm}

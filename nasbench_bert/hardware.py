@@ -65,7 +65,7 @@ from .semantics import AS_SPECIFIED, AS_TRAINED, AUTHORS, VOCAB_SIZE, ModelPlan,
 from .slurm import SlurmResources, check_slurm
 from .spaces.flexibert import Arch
 from .sweep import PartCache, SweepRun, run_sweep
-from .vocabulary import BenchmarkLike, Executor
+from .vocabulary import BenchmarkLike, Executor, ExecutorKind
 
 __all__ = ["MeasureSettings", "machine", "model_key", "measure", "measure_many", "peak_forward_bytes",
            "ALL_SEMANTICS", "HARDWARE_COLUMNS", "GPU_SETTINGS"]
@@ -342,7 +342,7 @@ def _semantics_list(semantics: Any) -> list[Semantics]:
 def _gpu_name(device: str, executor: str) -> str | None:
     """The name of the GPU a local sweep measures on (part of its parts' key); None on the
     CPU, and under SLURM, where the array tasks' GPU is not known before they run."""
-    if not is_cuda(device) or executor != "local":
+    if not is_cuda(device) or executor != ExecutorKind.LOCAL:
         return None
     from .hardware_gpu import gpu_name
 

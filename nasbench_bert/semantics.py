@@ -32,6 +32,7 @@ means. This module is pure Python: ``import nasbench_bert`` stays torch-free.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Callable, Literal
 
 from .errors import InvalidArgumentError
@@ -49,6 +50,21 @@ TYPE_VOCAB = 2
 
 Objective = Literal["ones", "projection"]
 NLPObjective = Literal["rnn_output", "decoder_logits"]
+
+
+class ObjectiveRule(StrEnum):
+    """:data:`Objective` as members, for the proxies that branch on it (a misspelt member
+    fails where a misspelt string would take the other branch)."""
+
+    ONES = "ones"
+    PROJECTION = "projection"
+
+
+class NLPObjectiveRule(StrEnum):
+    """:data:`NLPObjective` as members."""
+
+    RNN_OUTPUT = "rnn_output"
+    DECODER_LOGITS = "decoder_logits"
 
 
 @dataclass(frozen=True)

@@ -33,18 +33,26 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from enum import StrEnum
 from typing import Any, Callable, Sequence
 
 from .checks import check_choice, check_int, check_real
 from .errors import IncompleteSweepError, InvalidArgumentError, MissingExtraError, SubmissionError
+from .vocabulary import ExecutorKind
 
 #: the one line a user without submitit sees (the CLI prints it alone)
 MISSING = ("submitit is not installed; executor 'slurm' needs the [slurm] extra: pip install 'nasbench-bert[slurm]' "
            "(or pip install 'submitit>=1.5,<2')")
 
-#: where array tasks run: SLURM (``sbatch``), or local processes through the same submitit
-#: code path (tests, debugging)
-CLUSTERS = ("slurm", "local")
+class Cluster(StrEnum):
+    """Where array tasks run (submitit's ``cluster``): SLURM (``sbatch``), or local
+    processes through the same submitit code path (tests, debugging)."""
+
+    SLURM = "slurm"
+    LOCAL = "local"
+
+
+CLUSTERS: tuple[str, ...] = tuple(c.value for c in Cluster)
 
 #: test hook: an array task SIGKILLs itself after finishing (and storing) this many tasks,
 #: as SLURM's OOM killer or ``scancel --signal=KILL`` would; the resumption test sets it
@@ -157,14 +165,14 @@ def check_slurm(executor: str, slurm: Any) -> SlurmResources | None:
     once, not after the local part of a sweep."""
     if slurm is not None and not isinstance(slurm, SlurmResources):
         raise InvalidArgumentError(f"slurm = {slurm!r} is not allowed; allowed: a SlurmResources or None")
-    if executor != "slurm":
+    if executor != ExecutorKind.SLURM:
         if slurm is not None:
             raise InvalidArgumentError(f"slurm = {slurm!r} is not allowed with executor = {executor!r}; "
                                        "allowed there: None (resources size SLURM array tasks only)")
         return None
     res = slurm if slurm is not None else SlurmResources()
     load_submitit()
-    if res.cluster == "slurm":
+    if res.cluster == Cluster.SLURM:
         # submitit submits with sbatch and starts each array task with srun; without srun its
         # executor raises a bare RuntimeError, so both are looked for here, before any work
         missing = [c for c in ("sbatch", "srun") if shutil.which(c) is None]
@@ -218,11 +226,12 @@ def run_array(fn: Callable[[Any], Any], tasks: Sequence[Any], done: Callable[[in
         raise SubmissionError(refused(e, res, folder)) from None
     sys.stderr.write(said.getvalue())  # anything else submitit said on a submission that went through
     where = {job.job_id: c for job, c in zip(jobs, chunks)}
-    if res.cluster == "local":  # results on a local disk: no network file system to wait for (submitit waits 15 s)
+    local = res.cluster == Cluster.LOCAL
+    if local:  # results on a local disk: no network file system to wait for (submitit waits 15 s)
         for job in jobs:
             job._results_timeout_s = 0
     failed: list[tuple[Any, BaseException]] = []
-    poll = 0.2 if res.cluster == "local" else 15.0
+    poll = 0.2 if local else 15.0
     for job in submitit.helpers.as_completed(jobs, poll_frequency=poll):
         try:
             results = job.result()
@@ -259,18 +268,31 @@ FIELD_FLAGS = {"partition": "--slurm-partition", "time": "--slurm-time", "cpus_p
                "tasks_per_job": "--slurm-tasks-per-job", "account": "--slurm-account", "folder": "--slurm-folder"}
 
 
+#: each ``--slurm-*`` option's attribute of the parsed arguments and its default, in the
+#: order a refusal names them: one table for the parser and for :func:`from_arguments`'s
+#: "was it given?" (an option left at its default was not)
+_OPTIONS: dict[str, tuple[str, Any]] = {
+    "--slurm-partition": ("slurm_partition", None), "--slurm-cpus": ("slurm_cpus", None),
+    "--slurm-mem-gb": ("slurm_mem_gb", None), "--slurm-account": ("slurm_account", None),
+    "--slurm-time": ("slurm_time", "60"), "--slurm-gpus": ("slurm_gpus", 0),
+    "--slurm-array-parallelism": ("slurm_array_parallelism", 256), "--slurm-tasks-per-job": ("slurm_tasks_per_job", 1),
+    "--slurm-folder": ("slurm_folder", "slurm-logs"),
+}
+
+
 def add_arguments(p: Any) -> None:
     """The ``--slurm-*`` options of a command with ``--executor slurm`` (argparse)."""
     g = p.add_argument_group("SLURM", "with --executor slurm: one job array through submitit (the [slurm] extra)")
-    g.add_argument("--slurm-partition", metavar="NAME", default=None, help="partition (default: the cluster's)")
-    g.add_argument("--slurm-time", metavar="TIME", default="60", help="time limit per array task: minutes or D-HH:MM:SS (default 60)")
-    g.add_argument("--slurm-cpus", metavar="N", type=int, default=None, help="CPUs per array task (default: what one worker uses)")
-    g.add_argument("--slurm-mem-gb", metavar="GB", type=float, default=None, help="memory per array task in GB (default: the cluster's)")
-    g.add_argument("--slurm-gpus", metavar="N", type=int, default=0, help="GPUs per array task (default 0)")
-    g.add_argument("--slurm-array-parallelism", metavar="N", type=int, default=256, help="array tasks running at once (default 256)")
-    g.add_argument("--slurm-tasks-per-job", metavar="N", type=int, default=1, help="archs/models per array task (default 1)")
-    g.add_argument("--slurm-account", metavar="NAME", default=None, help="account to charge (default: yours)")
-    g.add_argument("--slurm-folder", metavar="DIR", default="slurm-logs", help="submitit's job files and logs, on a shared file system")
+    d = {flag: default for flag, (_, default) in _OPTIONS.items()}
+    g.add_argument("--slurm-partition", metavar="NAME", default=d["--slurm-partition"], help="partition (default: the cluster's)")
+    g.add_argument("--slurm-time", metavar="TIME", default=d["--slurm-time"], help="time limit per array task: minutes or D-HH:MM:SS (default 60)")
+    g.add_argument("--slurm-cpus", metavar="N", type=int, default=d["--slurm-cpus"], help="CPUs per array task (default: what one worker uses)")
+    g.add_argument("--slurm-mem-gb", metavar="GB", type=float, default=d["--slurm-mem-gb"], help="memory per array task in GB (default: the cluster's)")
+    g.add_argument("--slurm-gpus", metavar="N", type=int, default=d["--slurm-gpus"], help="GPUs per array task (default 0)")
+    g.add_argument("--slurm-array-parallelism", metavar="N", type=int, default=d["--slurm-array-parallelism"], help="array tasks running at once (default 256)")
+    g.add_argument("--slurm-tasks-per-job", metavar="N", type=int, default=d["--slurm-tasks-per-job"], help="archs/models per array task (default 1)")
+    g.add_argument("--slurm-account", metavar="NAME", default=d["--slurm-account"], help="account to charge (default: yours)")
+    g.add_argument("--slurm-folder", metavar="DIR", default=d["--slurm-folder"], help="submitit's job files and logs, on a shared file system")
 
 
 def from_arguments(args: Any) -> SlurmResources | None:
@@ -278,13 +300,8 @@ def from_arguments(args: Any) -> SlurmResources | None:
     (checked with :func:`check_slurm`: the extra, sbatch and srun); None otherwise, and an
     option given to another executor is refused. Cheap: commands call it before loading
     anything."""
-    given = {"--slurm-partition": args.slurm_partition, "--slurm-cpus": args.slurm_cpus,
-             "--slurm-mem-gb": args.slurm_mem_gb, "--slurm-account": args.slurm_account}
-    changed = {"--slurm-time": args.slurm_time != "60", "--slurm-gpus": args.slurm_gpus != 0,
-               "--slurm-array-parallelism": args.slurm_array_parallelism != 256,
-               "--slurm-tasks-per-job": args.slurm_tasks_per_job != 1, "--slurm-folder": args.slurm_folder != "slurm-logs"}
-    if args.executor != "slurm":
-        stray = [k for k, v in given.items() if v is not None] + [k for k, v in changed.items() if v]
+    if args.executor != ExecutorKind.SLURM:
+        stray = [flag for flag, (dest, default) in _OPTIONS.items() if getattr(args, dest) != default]
         if stray:
             raise InvalidArgumentError(f"{stray[0]} is not allowed with --executor {args.executor}; allowed there: no "
                                        "--slurm-* option (they size SLURM array tasks; add --executor slurm)")

@@ -35,6 +35,7 @@ from .checks import check_writable_folder
 from .errors import InvalidArgumentError
 from .executors import run_tasks
 from .slurm import SlurmResources
+from .vocabulary import ExecutorKind
 
 #: how a part file is written: one-row parquet (proxy rows, which hold per-layer lists) or JSON
 PartFormat = Literal["parquet", "json"]
@@ -163,6 +164,12 @@ class SweepRun:
     #: a fork); None: the platform's default
     start_method: str | None = None
 
+    @property
+    def workers_store(self) -> bool:
+        """Whether the workers write their own parts: a SLURM array task outlives the
+        process that submitted it, so it cannot hand its rows back to be written."""
+        return self.executor == ExecutorKind.SLURM
+
 
 @dataclass(frozen=True)
 class _StoreInWorker:
@@ -217,11 +224,11 @@ def run_sweep(work: Callable[[T], Row], tasks: Sequence[T], cache: PartCache | N
         out[todo[k]] = result
 
     fn: Callable[[Any], Any] = work
-    if how.executor == "slurm":
+    if how.workers_store:
         # the array tasks need the cache's absolute path: SLURM may start them elsewhere
         fn = _StoreInWorker(work, finish, None if cache is None else PartCache(cache.folder.resolve(), cache.format, cache.unit))
     label = how.label(len(todo), len(tasks) - len(todo)) if how.label is not None else None
-    run_tasks(fn, [tasks[i] for i in todo], stored if how.executor == "slurm" else done, executor=how.executor,
+    run_tasks(fn, [tasks[i] for i in todo], stored if how.workers_store else done, executor=how.executor,
               jobs=how.jobs, ray_address=how.ray_address, num_cpus=how.num_cpus, progress=label, slurm=how.slurm,
               start_method=how.start_method)
     missing = sum(r is None for r in out)

@@ -15,6 +15,7 @@ not one with a message naming the argument.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Iterator, Literal, Protocol, get_args
 
 if TYPE_CHECKING:
@@ -39,6 +40,72 @@ DATASETS: tuple[str, ...] = get_args(Dataset)
 #: each dataset's column of a run's final test loss (the NLP lookup names its tables
 #: after the datasets: ``nlp.ptb``, ``nlp.wikitext2``)
 FINAL_TEST_LOSS: dict[str, str] = {"ptb": "test_loss", "wikitext2": "final_test_loss"}
+
+
+# -- the same closed sets as members, for the code that branches on them -----------------------
+# Why members as well as ``Literal`` types: a signature keeps accepting the plain string a
+# user types, but code that *branches* on a value compares it with a member - a misspelt
+# member is an AttributeError the first time the line runs (and a type checker's error
+# before that), where a misspelt string compares unequal and silently takes the other
+# branch. Each is a ``StrEnum``: a member equals its string, so a validated argument, a
+# DataFrame cell or a ``torch.device.type`` compares with it directly, and dictionaries keyed
+# by members answer plain strings. ``tests/test_vocabulary.py`` checks that every member set
+# equals its ``Literal``'s values.
+class Space(StrEnum):
+    """:data:`SpaceName` (the two search spaces)."""
+
+    FLEXIBERT = "flexibert"
+    NLP = "nlp"
+
+
+class ExecutorKind(StrEnum):
+    """:data:`Executor` (where sweeps run)."""
+
+    LOCAL = "local"
+    RAY = "ray"
+    SLURM = "slurm"
+
+
+class NLPDataset(StrEnum):
+    """:data:`Dataset` (NAS-Bench-NLP's datasets)."""
+
+    PTB = "ptb"
+    WIKITEXT2 = "wikitext2"
+
+
+class DeviceKind(StrEnum):
+    """What a ``device=`` argument names before its index (``cuda:1`` is ``CUDA``), and
+    ``torch.device.type`` of the devices the package runs on."""
+
+    AUTO = "auto"
+    CPU = "cpu"
+    CUDA = "cuda"
+
+
+class Direction(StrEnum):
+    """Whether larger (``MAX``) or smaller (``MIN``) is better: an objective's
+    ``direction`` (:mod:`nasbench_bert.data.objectives`), an optimiser's mode."""
+
+    MAX = "max"
+    MIN = "min"
+
+
+class ResultSource(StrEnum):
+    """Where a FlexiBERT result comes from (``FlexiBERTResult.source``): the data release,
+    or an entry regenerated with :mod:`nasbench_bert.builders`."""
+
+    BUNDLED = "bundled"
+    REGENERATED = "regenerated"
+
+
+class CurveStatus(StrEnum):
+    """The ``status`` of a learning-curve point (the ``flexibert_curves`` table; see
+    :func:`nasbench_bert.data.release_flexibert.curve_point_status`): the release's value,
+    one recovered from the authors' summed results, or one they lost."""
+
+    OK = "ok"
+    RECOVERED = "recovered"
+    LOST = "lost"
 
 #: a FlexiBERT layer's operation type (``Layer.operation_type``)
 OperationType = Literal["SA", "LT", "DSC"]

@@ -192,7 +192,7 @@ def test_the_error_names_the_option_typed(cmd, flag, bench, tmp_path, monkeypatc
         pytest.skip(f"{cmd} is a plugin whose extra is not installed")
     if cmd == "proxies values" and flag in ("--proxies", "--jobs") and not bench.data.has_table("proxy_values"):
         pytest.skip("checked once the proxy-values table is loaded; these tables have none")
-    monkeypatch.setattr(cli, "_bench", lambda args: bench)
+    monkeypatch.setattr(cli.common, "load_bench", lambda args: bench)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("PATH", f"{_fake_slurm(tmp_path)}:{os.environ['PATH']}")
     monkeypatch.chdir(tmp_path)
@@ -268,7 +268,7 @@ def test_a_read_only_destination_gets_build_datas_message(command, data_dir, ben
     now refused first with the line ``build-data --out`` gives for the same folder."""
     from nasbench_bert import cli
 
-    monkeypatch.setattr(cli, "_bench", lambda args: bench)
+    monkeypatch.setattr(cli.common, "load_bench", lambda args: bench)
     ro = tmp_path / "ro"
     if command == "build-surrogate":
         shutil.copytree(data_dir, ro)

@@ -137,7 +137,7 @@ def test_cli_refuses_a_bad_device_in_one_line(no_cuda, monkeypatch, tmp_path, ca
     def boom(*a, **k):
         raise AssertionError("the benchmark was loaded before --device was checked")
 
-    monkeypatch.setattr(cli, "_bench", boom)
+    monkeypatch.setattr(cli.common, "load_bench", boom)
     out = ["--out", str(tmp_path / "x.parquet")] if argv[0] == "hardware" or argv[1] == "compute" else []
     assert cli.main(["-q", *argv, "--device", device, *out]) == 2
     err = capsys.readouterr().err.strip()

@@ -457,7 +457,7 @@ def test_cli_score_values(bench, data_dir, tmp_path, monkeypatch):
     from nasbench_bert import cli
 
     monkeypatch.setenv("NASBENCH_BERT_TRACEBACK", "1")
-    monkeypatch.setattr(cli, "_bench", lambda args: bench)
+    monkeypatch.setattr(cli.common, "load_bench", lambda args: bench)
     monkeypatch.chdir(tmp_path)
 
     @fuzz(120)
@@ -718,7 +718,7 @@ def test_cli(bench, data_dir, tmp_path, monkeypatch):
 
     monkeypatch.setenv("NASBENCH_BERT_TRACEBACK", "1")  # let every exception out, to be judged here
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(cli, "_bench", lambda args: bench if args.data == str(data_dir) else Benchmark.load(args.data))
+    monkeypatch.setattr(cli.common, "load_bench", lambda args: bench if args.data == str(data_dir) else Benchmark.load(args.data))
     monkeypatch.chdir(tmp_path)
 
     @fuzz(1500)

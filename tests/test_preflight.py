@@ -64,7 +64,7 @@ def test_os_error_quotes_the_path_verbatim(data_dir, capsys, monkeypatch):
     def boom(args):
         raise FileNotFoundError(2, "No such file or directory", "/tmp/:thumbs_up:/a:b:c/[bold]")
 
-    monkeypatch.setattr(cli, "cmd_info", boom)  # build_parser binds the name when main() runs
+    monkeypatch.setattr(cli.data_lookup, "cmd_info", boom)  # build_parser binds the name when main() runs
     assert cli.main(["info"]) == 2
     assert "/tmp/:thumbs_up:/a:b:c/[bold]" in capsys.readouterr().err
 

@@ -59,3 +59,26 @@ def test_the_hardware_measurement_stamps_the_version(tmp_path):
     assert rc == 0
     meta = json.loads((out / hardware.META_FILE).read_text())
     assert meta["package_version"] == nasbench_bert.__version__
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_a_table_export_stamps_the_version_and_reads_back_unchanged(data_dir, tmp_path, suffix):
+    """``export --format table``: parquet keeps the stamp in its schema metadata, a CSV in
+    ``FILE.csv.json`` beside it; what pandas reads is the table, nothing added."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from nasbench_bert.cli import main
+    from nasbench_bert.cli.common import STAMP_KEY
+
+    out = tmp_path / f"flexibert{suffix}"
+    assert main(["--data", str(data_dir), "-q", "export", "flexibert", "--out", str(out)]) == 0
+    want = {"nasbench_bert_version": nasbench_bert.__version__,
+            "generated_by": f"nasbench-bert {nasbench_bert.__version__}", "table": "flexibert"}
+    if suffix == ".parquet":
+        assert json.loads(pq.read_schema(out).metadata[STAMP_KEY]) == want
+        df = pd.read_parquet(out)
+    else:
+        assert json.loads((tmp_path / "flexibert.csv.json").read_text()) == want
+        df = pd.read_csv(out)
+    assert len(df) == 500 and "glue" in df.columns

@@ -22,6 +22,8 @@ from ..errors import InvalidArchitectureError, InvalidArgumentError, NotEvaluate
 from .budget import Budget
 
 R = TypeVar("R")
+#: ``missing=`` of a many-key lookup -> whether keys without a row are dropped (else refused)
+_DROPS: dict[str, bool] = {"raise": False, "drop": True}
 
 #: entry-point group of the optimiser adapters (``nasbench_bert.integrations``)
 INTEGRATIONS_GROUP = "nasbench_bert.integrations"
@@ -114,11 +116,11 @@ class TabularBenchmark(ABC, Generic[R]):
 
     def _lookup_many(self, keys: Iterable[Any], table: str, *, missing: Literal["raise", "drop"], charge: bool,
                      cost_column: str | None) -> pd.DataFrame:
-        if missing not in ("raise", "drop"):
-            raise InvalidArgumentError(f"missing = {missing!r} is not allowed; allowed values: ['raise', 'drop']")
+        if missing not in _DROPS:
+            raise InvalidArgumentError(f"missing = {missing!r} is not allowed; allowed values: {list(_DROPS)}")
         if keys is None or isinstance(keys, (str, bytes)) or not hasattr(keys, "__iter__"):
             raise InvalidArgumentError(f"archs = {keys!r} is not allowed; allowed: an iterable of keys (ids, archs, strings, dicts)")
-        idx = self._first_rows(list(keys), table, drop=missing == "drop")
+        idx = self._first_rows(list(keys), table, drop=_DROPS[missing])
         frame = self._frame(table)
         if charge and len(idx) and cost_column is not None:
             costs = frame[cost_column].to_numpy(dtype=float)[idx]

@@ -25,6 +25,7 @@ import pandas as pd
 from ..checks import is_int
 from ..data.tables import GLUE_TASKS, DataDir
 from ..errors import InvalidArgumentError, NotEvaluatedError
+from ..vocabulary import CurveStatus
 from .results import FlexiBERTResult
 
 #: the table of curve points
@@ -68,13 +69,13 @@ class LearningCurves:
         if not is_int(steps) or (c["steps"] == steps).sum() == 0:
             raise InvalidArgumentError(f"steps = {steps!r} is not on the curve; allowed values: {c['steps'].tolist()}")
         rec = c[c["steps"] == steps].iloc[0]
-        if rec["status"] == "lost":
-            ok = c.loc[c["status"] != "lost", "steps"].tolist()
+        if rec["status"] == CurveStatus.LOST:
+            ok = c.loc[c["status"] != CurveStatus.LOST, "steps"].tolist()
             raise NotEvaluatedError(
                 f"steps = {steps}: the release's {steps:,}-step point of arch id {final.id} holds a later checkpoint's "
                 f"scores (a file-name collision in the authors' result collection; see docs/errata.md); points with a "
                 f"result: {ok}")
-        tasks_valid = rec["status"] == "ok"  # a recovered point's task scores are the later checkpoint's
+        tasks_valid = rec["status"] == CurveStatus.OK  # a recovered point's task scores are the later checkpoint's
         return dataclasses.replace(
             final, scores=MappingProxyType({t: float(rec[t]) if tasks_valid else math.nan for t in GLUE_TASKS}),
             glue=float(rec["glue_corrected"]), time_to_train=final.time_to_train * steps / FINAL_STEPS,

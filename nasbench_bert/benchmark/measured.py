@@ -22,6 +22,9 @@ from .results import HardwareMetrics
 #: the optional table of measured latency, memory and FLOPs
 HARDWARE_TABLE = "flexibert_hardware"
 _EMPTY: Mapping[str, HardwareMetrics] = MappingProxyType({})
+#: the fields of a result's hardware figures that are no column of the table: the device
+#: (the table's machine is one, recorded in the manifest)
+_NOT_MEASURED = frozenset({"device"})
 
 
 class MeasuredHardware:
@@ -40,7 +43,7 @@ class MeasuredHardware:
     def _read(self) -> dict[int, Mapping[str, HardwareMetrics]]:
         if not self._data.has_table(HARDWARE_TABLE):  # a build without a measurement: no figures
             return {}
-        names = [f.name for f in dataclasses.fields(HardwareMetrics) if f.name != "device"]
+        names = [f.name for f in dataclasses.fields(HardwareMetrics) if f.name not in _NOT_MEASURED]
         cols = self._data.table(HARDWARE_TABLE).select(["id", *names]).to_pydict()
         by_id: dict[int, dict[str, HardwareMetrics]] = {}
         for j, i in enumerate(cols["id"]):

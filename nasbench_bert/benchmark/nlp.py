@@ -15,12 +15,15 @@ from ..errors import DataNotFoundError, InvalidArchitectureError, InvalidArgumen
 from ..spaces.nlp import Recipe, isomorphic, parse_recipe, recipe_hash
 from .base import TabularBenchmark
 from .budget import Budget
+from ..vocabulary import NLPDataset
 from .results import NLPResult
 
 NLP_DATASETS: tuple[str, ...] = ("ptb", "wikitext2")
 #: PTB's training logs (optional: ``build-data --ptb-logs``)
 PTB_LOGS_TABLE = "nlp_ptb_logs"
 _TABLES = {"ptb": "nlp_ptb", "wikitext2": "nlp_wikitext2"}
+#: the column a query of each dataset charges to the budget (PTB's runs record no time)
+_COST_COLUMN = {NLPDataset.WIKITEXT2: "total_wall_time"}
 
 
 class NLPBenchmark(TabularBenchmark[NLPResult]):
@@ -143,7 +146,7 @@ class NLPBenchmark(TabularBenchmark[NLPResult]):
                    missing: Literal["raise", "drop"] = "raise", charge: bool = True) -> pd.DataFrame:
         """Rows of ``dataset`` for many keys at once, in the given order."""
         return self._lookup_many(keys, dataset, missing=missing, charge=charge,
-                                 cost_column="total_wall_time" if dataset == "wikitext2" else None)
+                                 cost_column=_COST_COLUMN.get(dataset))
 
     def to_syne_tune(self, dataset: Literal["ptb", "wikitext2"] = "ptb") -> Any:
         """This benchmark's ``dataset`` as a syne-tune ``Blackbox`` (``[hpo]`` extra), as
@@ -156,7 +159,7 @@ class NLPBenchmark(TabularBenchmark[NLPResult]):
         c = self._cols[table]
         names = tuple(c["log_name"][j] for j in others)
         recipe = json.loads(c["recipe"][i]) if c["recipe"][i] is not None else None
-        if table == "ptb":
+        if table == NLPDataset.PTB:
             loss = c["test_loss"][i]
             return NLPResult(
                 dataset="ptb", log_name=c["log_name"][i], recipe_id=c["recipe_id"][i], test_loss=loss,

@@ -131,7 +131,7 @@ class NLPResult:
     """One NAS-Bench-NLP training run. Losses are per-token cross-entropy (nats).
 
     ``test_loss`` is the release's final value; for a diverged WikiText-2 run
-    (``status == "loss is nan!"``) it is NaN and ``diverged`` is True - never the last
+    (status ``loss is nan!``) it is NaN and ``diverged`` is True - never the last
     finite epoch.
     """
 

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataIntegrityError, InvalidArgumentError
-from ..vocabulary import BenchmarkLike, NLPBenchmarkLike
+from ..vocabulary import BenchmarkLike, Direction, NLPBenchmarkLike, NLPDataset
 from .tables import GLUE_TASKS
 
 #: the ``format`` field of objectives.json, and the layout version this package reads
@@ -44,7 +44,7 @@ FORMAT = "nasbench-bert-objectives"
 FORMAT_VERSION = 1
 FILE = f"objectives-v{FORMAT_VERSION}.json"
 #: allowed directions: larger is better, smaller is better
-DIRECTIONS: tuple[str, ...] = ("max", "min")
+DIRECTIONS: tuple[str, ...] = tuple(d.value for d in Direction)
 #: the sections of objectives.json: table -> what ``bench``/``bench.nlp`` calls it
 SECTIONS: tuple[str, ...] = ("flexibert", "nlp_ptb", "nlp_wikitext2")
 
@@ -95,9 +95,9 @@ class Objective:
 
     @property
     def minimize(self) -> bool:
-        """Whether smaller is better (``direction == "min"``): what SMAC and syne-tune's
+        """Whether smaller is better (direction ``min``): what SMAC and syne-tune's
         ``do_minimize`` ask."""
-        return self.direction == "min"
+        return self.direction == Direction.MIN
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON types; infinite bounds as the strings ``"inf"`` / ``"-inf"`` (JSON has none)."""
@@ -135,9 +135,13 @@ def pair_sigma(groups: list[np.ndarray]) -> tuple[float | None, int]:
     return float(np.sqrt((diffs**2).sum() / (2 * len(diffs)))), int(len(diffs))
 
 
+#: a direction -> the position of the best finite value (NaN, a missing result, is skipped)
+_ARGBEST = {Direction.MAX: np.nanargmax, Direction.MIN: np.nanargmin}
+
+
 def _best(df: pd.DataFrame, column: str, direction: str, key: str) -> tuple[float, int]:
     v = df[column].to_numpy(dtype=float)
-    i = int(np.nanargmax(v) if direction == "max" else np.nanargmin(v))
+    i = int(_ARGBEST[direction](v))
     return float(v[i]), int(df[key].iloc[i])
 
 
@@ -177,16 +181,17 @@ def flexibert_objectives(bench: BenchmarkLike) -> dict[str, "Objective"]:
     return out
 
 
-#: NAS-Bench-NLP objectives per dataset: name -> (column, bounds, unit)
-_NLP: dict[str, dict[str, tuple[str, tuple[float, float], str]]] = {
-    "ptb": {"test_loss": ("test_loss", (0.0, math.inf), "cross-entropy, nats per token"),
-            "perplexity": ("perplexity", (1.0, math.inf), "exp(test loss)"),
-            "bits_per_word": ("bits_per_word", (0.0, math.inf), "test loss / ln 2"),
-            "num_params": ("num_params", (0.0, math.inf), "parameters")},
-    "wikitext2": {"train_loss": ("final_train_loss", (0.0, math.inf), "cross-entropy, nats per token"),
-                  "test_loss": ("final_test_loss", (0.0, math.inf), "cross-entropy, nats per token"),
-                  "val_loss": ("final_val_loss", (0.0, math.inf), "cross-entropy, nats per token"),
-                  "num_params": ("num_params", (0.0, math.inf), "parameters")},
+#: NAS-Bench-NLP objectives per dataset: name -> (column, bounds, unit, has the epochs
+#: fidelity where the dataset's table has per-epoch curves: the losses, not the size)
+_NLP: dict[str, dict[str, tuple[str, tuple[float, float], str, bool]]] = {
+    NLPDataset.PTB.value: {"test_loss": ("test_loss", (0.0, math.inf), "cross-entropy, nats per token", True),
+                            "perplexity": ("perplexity", (1.0, math.inf), "exp(test loss)", True),
+                            "bits_per_word": ("bits_per_word", (0.0, math.inf), "test loss / ln 2", True),
+                            "num_params": ("num_params", (0.0, math.inf), "parameters", False)},
+    NLPDataset.WIKITEXT2.value: {"train_loss": ("final_train_loss", (0.0, math.inf), "cross-entropy, nats per token", True),
+                                  "test_loss": ("final_test_loss", (0.0, math.inf), "cross-entropy, nats per token", True),
+                                  "val_loss": ("final_val_loss", (0.0, math.inf), "cross-entropy, nats per token", True),
+                                  "num_params": ("num_params", (0.0, math.inf), "parameters", False)},
 }
 
 
@@ -195,22 +200,22 @@ def nlp_objectives(nlp: NLPBenchmarkLike, dataset: str) -> dict[str, "Objective"
     losses have the epochs fidelity of its per-epoch curves (PTB stores final values only)."""
     if dataset not in _NLP:
         raise InvalidArgumentError(f"dataset = {dataset!r} is not allowed; allowed values: {list(_NLP)}")
-    df = nlp.ptb if dataset == "ptb" else nlp.wikitext2
+    df = nlp.ptb if dataset == NLPDataset.PTB else nlp.wikitext2
     fids: tuple[Fidelity, ...] = ()
-    if dataset == "wikitext2":
+    if dataset == NLPDataset.WIKITEXT2:  # the only dataset whose table holds per-epoch curves
         n = df["val_losses"].map(len)
         finals = df["hp_epochs"].unique()
         fids = (Fidelity("epoch", 1.0, float(n.max()), 1.0, float(finals.max()), "training epochs",
                          "nlp_wikitext2 per-epoch curves (train_losses, val_losses, test_losses)"),)
     groups = [g.index.to_numpy() for _, g in df.groupby("recipe_id") if len(g) > 1]
     out = {}
-    for name, (column, bounds, unit) in _NLP[dataset].items():
+    for name, (column, bounds, unit, has_fid) in _NLP[dataset].items():
         sigma, n_pairs = pair_sigma([df[column].to_numpy(dtype=float)[g] for g in groups])
-        best, key = _best(df, column, "min", "recipe_id")
+        best, key = _best(df, column, Direction.MIN, "recipe_id")
         src = (f"{n_pairs} recipe(s) trained twice: sqrt(sum d^2 / 2n)" if n_pairs else
                "not measured: the release trained no recipe twice on this dataset")
-        out[name] = Objective(name, f"nlp_{dataset}", column, "min", bounds, best, key, sigma, src, unit,
-                              fids if name != "num_params" else ())
+        out[name] = Objective(name, f"nlp_{dataset}", column, Direction.MIN.value, bounds, best, key, sigma, src, unit,
+                              fids if has_fid else ())
     return out
 
 

@@ -45,6 +45,8 @@ PINNED_SHA256: dict[str, str] = {
     "nas-bench-nlp/train_logs_wikitext-2/logs.zip": "f5052d6bea6398001e32c986322a243e8cdedffa906caf242eb0a62ee105aa12",
 }
 
+#: the ``source`` that names :data:`GITHUB`
+GITHUB_PRESET = "github"
 #: the authors' repositories at the commits the project was built from
 GITHUB = {
     "training-free-nas/": "https://raw.githubusercontent.com/aaronserianni/training-free-nas/2d76e01/",
@@ -61,7 +63,7 @@ def fetch_release(source: str | os.PathLike[str], workdir: Path | None = None) -
     leaves a truncated file behind.
     """
     s = os.fspath(source)
-    github = s == "github"  # the authors' repositories, else a folder or a base URL
+    github = s == GITHUB_PRESET  # the authors' repositories, else a folder or a base URL
     if not github and not s.startswith(("http://", "https://", "file://")):
         p = Path(s)
         if not p.is_dir():

@@ -18,6 +18,7 @@ import pyarrow as pa
 from ..errors import DataIntegrityError
 from ..sizes import flexibert_num_params
 from ..spaces.flexibert import Arch
+from ..vocabulary import CurveStatus
 from .release_files import cell_float, read_csv_rows
 from .tables import FLEXIBERT_PROXY_COLUMNS, GLUE_TASKS, RELEASE_TASK_NAMES
 
@@ -120,13 +121,13 @@ def curve_point_status(rows: list[tuple[Any, ...]]) -> tuple[list[str], list[flo
     for r in rows:
         later = at.get((r[0], PREFIX_COLLISIONS.get(r[1], -1)))
         if later is None or r[2] != later[2]:
-            status.append("ok")
+            status.append(CurveStatus.OK.value)
             corrected.append(r[3])
         elif r[3] > 100:
-            status.append("recovered")
+            status.append(CurveStatus.RECOVERED.value)
             corrected.append(r[3] - later[3])
         else:
-            status.append("lost")
+            status.append(CurveStatus.LOST.value)
             corrected.append(float("nan"))
     return status, corrected
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -232,6 +233,16 @@ def default_locations(release: str | None, out: str | None) -> tuple[str, str]:
     return release or release_source(), out or str(user_cache_dir())
 
 
+class Source(StrEnum):
+    """The one-word values of ``fetch(source=...)``; the others are forms with a colon
+    (``hub:<endpoint>``, ``release[:<folder|URL>]``, ``local:<folder>``) or a list of them."""
+
+    AUTO = "auto"
+    LOCAL = "local"
+    HUB = "hub"
+
+
+_SOURCE_WORDS: tuple[str, ...] = tuple(s.value for s in Source)
 _SOURCE_FORMS = ("'auto', 'local', 'hub', 'release', or a list of 'hub', 'hub:<endpoint>', 'release[:<folder|URL>]', "
                  "'local[:<folder>]'")
 
@@ -249,19 +260,19 @@ def load_data(path: str | os.PathLike[str] | None = None, *, source: str | Seque
     if not isinstance(source, (str, list, tuple)) or (not isinstance(source, str)
                                                        and not all(isinstance(x, str) for x in source)):
         raise InvalidArgumentError(f"source = {source!r} is not allowed; allowed values: {_SOURCE_FORMS}")
-    if isinstance(source, str) and source not in ("auto", "local", "hub") and not source.startswith(
+    if isinstance(source, str) and source not in _SOURCE_WORDS and not source.startswith(
             ("hub:", "release", "local:")):
         raise InvalidArgumentError(f"source = {source!r} is not allowed; allowed values: {_SOURCE_FORMS}")
     if path is not None and not isinstance(path, (str, os.PathLike)):
         raise InvalidArgumentError(f"path = {path!r} is not allowed; allowed: a folder (str or path) or None")
-    if source in ("auto", "local"):
+    if source in (Source.AUTO, Source.LOCAL):
         if repo_id is not None or revision is not None or endpoint is not None:
             raise InvalidArgumentError(f"repo_id/revision/endpoint only apply to source='hub'; got source = {source!r}")
-        return resolve(path, hub=source == "auto", build=source == "auto", progress=progress, verify=verify,
-                       complete=complete)
+        auto = source == Source.AUTO  # the whole resolution order; "local" stops before the network
+        return resolve(path, hub=auto, build=auto, progress=progress, verify=verify, complete=complete)
     if path is not None:
         raise InvalidArgumentError(f"path only applies to source='auto' or 'local'; got source = {source!r}")
-    if source == "hub":
+    if source == Source.HUB:
         return hub.download(repo_id or hub.DEFAULT_REPO_ID, revision or hub.DEFAULT_REVISION, endpoint=endpoint,
                             token=token, verify=verify)
     if endpoint is not None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -35,6 +36,8 @@ from ..errors import DataIntegrityError, DataNotFoundError, InvalidArgumentError
 #: 2: canonical column names (:mod:`nasbench_bert.data.columns`); 1: release-era names
 SCHEMA_VERSION = 2
 VERSION_DIR = f"v{SCHEMA_VERSION}"
+#: the name of a version folder (``v<schema version>``)
+_VERSION_FOLDER = re.compile(r"v(\d+)")
 MANIFEST = "manifest.json"
 
 #: table name -> what it holds (also written into the manifest and the dataset card)
@@ -328,10 +331,16 @@ SCHEMA_NOTES: dict[int, str] = {1: "release-era column names such as num_params_
                                    "or older"}
 
 
+def version_number(name: str) -> int | None:
+    """The schema version a folder name says (``v2`` -> 2), None for any other name."""
+    m = _VERSION_FOLDER.fullmatch(name)
+    return None if m is None else int(m.group(1))
+
+
 def data_root(p: Path) -> Path:
     """The data folder of ``p``: ``p`` itself, or its parent when ``p`` is a version
     folder (``v<n>``) - where ``build-data --out`` must point to rebuild it."""
-    return p.parent if p.name.startswith("v") and p.name[1:].isdigit() else p
+    return p.parent if version_number(p.name) is not None else p
 
 
 def other_schema(p: Path) -> str | None:
@@ -343,11 +352,12 @@ def other_schema(p: Path) -> str | None:
     """
     if (p / VERSION_DIR / MANIFEST).is_file():
         return None
-    found = sorted((int(d.name[1:]) for d in (p.iterdir() if p.is_dir() else ())
-                    if d.name[:1] == "v" and d.name[1:].isdigit() and (d / MANIFEST).is_file()
-                    and int(d.name[1:]) != SCHEMA_VERSION), reverse=True)
-    if p.name != VERSION_DIR and p.name[:1] == "v" and p.name[1:].isdigit() and (p / MANIFEST).is_file():
-        found = [int(p.name[1:])]
+    found = sorted((n for d in (p.iterdir() if p.is_dir() else ())
+                    if (n := version_number(d.name)) is not None and (d / MANIFEST).is_file() and n != SCHEMA_VERSION),
+                   reverse=True)
+    own = version_number(p.name)
+    if p.name != VERSION_DIR and own is not None and (p / MANIFEST).is_file():
+        found = [own]
     if not found:
         return None
     v, root = found[0], data_root(p)

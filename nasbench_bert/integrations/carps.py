@@ -53,6 +53,9 @@ space over the table too, answered by the nearest evaluated arch (the package's
 in seconds; the surrogate charges the table's mean, as ``SurrogateOracle`` does) as
 CARP-S's ``virtual_time``. NAS-Bench-NLP PTB records no time.
 
+The spaces themselves, and the benchmark they read, are :mod:`.carps_spaces`; this module
+holds the objective functions and the task table.
+
 This module imports carps; nothing below :mod:`nasbench_bert.integrations` imports it.
 """
 
@@ -69,22 +72,29 @@ import numpy as np
 from carps.objective_functions.objective_function import ObjectiveFunction
 from carps.utils.task import get_search_space_info
 from carps.utils.trials import TrialInfo, TrialValue
-from ConfigSpace import Categorical, Configuration, ConfigurationSpace
+from ConfigSpace import Configuration, ConfigurationSpace
 
-from ..checks import check_choice, check_seed
+from ..checks import check_choice
 from ..errors import InvalidArgumentError
 from ..spaces.flexibert import FLEXIBERT_SPACE, Arch
-from ..vocabulary import DATASETS, FINAL_TEST_LOSS, BenchmarkLike
+from ..vocabulary import DATASETS
+from .carps_spaces import (
+    _SPACES, ARCH_HP, RECIPE_HP, TABULAR_SPACES, TaskSpace, _config_value, _seed, _shape_space, curve_archs, curve_space,
+    evaluated_archs, evaluated_space, load_bench, logged_recipe_ids, logged_space, logs_frame, nlp_recipe_ids,
+    recipe_space,
+)
 from .configspace import as_cost, configuration_to_arch
+
+__all__ = [
+    "BENCHMARK_ID", "CONFIG_ROOT", "DEFAULT_N_TRIALS", "SEARCHPATH", "TASKS", "task_space", "task_config",
+    "write_task_configs", "FlexiBERTTabular", "FlexiBERTSurrogate", "NLPTabular",
+    # the spaces (.carps_spaces), importable from here as before
+    "ARCH_HP", "RECIPE_HP", "TABULAR_SPACES", "TaskSpace", "curve_archs", "curve_space", "evaluated_archs",
+    "evaluated_space", "load_bench", "logged_recipe_ids", "logged_space", "logs_frame", "nlp_recipe_ids", "recipe_space",
+]
 
 #: CARP-S's ``benchmark_id`` of every task here (the folder of the task configs)
 BENCHMARK_ID = "NASBenchBERT"
-#: the hyperparameter of the evaluated-set spaces
-ARCH_HP = "arch"
-RECIPE_HP = "recipe_id"
-#: FlexiBERTTabular's ``space``: the evaluated archs as one categorical, or the structured
-#: conditional space answered by the nearest evaluated arch
-TABULAR_SPACES: tuple[str, ...] = ("evaluated", "structured")
 #: the default trial budget of the shipped tasks (override: task.optimization_resources.n_trials=N)
 DEFAULT_N_TRIALS = 100
 #: the folder (a hydra config root) holding the shipped task configs
@@ -92,51 +102,7 @@ CONFIG_ROOT = Path(__file__).resolve().parent / "carps_configs"
 #: hydra's search-path entry a CARP-S user adds to find the task configs
 SEARCHPATH = "pkg://nasbench_bert.integrations.carps_configs"
 
-_BENCHES: dict[str | None, BenchmarkLike] = {}
 
-
-def load_bench(data: str | None = None) -> BenchmarkLike:
-    """``Benchmark.load(data)``, cached per ``data`` within the process: a hydra multirun
-    instantiates each task's space and objective function in one process, and they must
-    read one table (and fit or load one surrogate) rather than one each."""
-    from .. import Benchmark
-
-    if data is not None and not isinstance(data, (str, Path)):
-        raise InvalidArgumentError(f"data = {data!r} is not allowed; allowed: None (the default data resolution) or "
-                                   "a data folder path")
-    key = None if data is None else str(data)
-    if key not in _BENCHES:
-        _BENCHES[key] = Benchmark.load(key)
-    return _BENCHES[key]
-
-
-def _seed(seed: Any) -> int:
-    return int(check_seed("seed", seed, none=False))  # type: ignore[arg-type]
-
-
-def _config_value(config: Configuration | Mapping[str, Any], name: str) -> Any:
-    d = dict(config)
-    if name not in d:
-        raise InvalidArgumentError(f"configuration has no hyperparameter {name!r}; it has {sorted(d)}")
-    return d[name]
-
-
-def evaluated_archs(bench: BenchmarkLike) -> list[Arch]:
-    """FlexiBERT-500's distinct archs in id order (491: nine archs were trained twice;
-    ``bench.query`` answers an arch with its first run)."""
-    return list(dict.fromkeys(bench.archs))
-
-
-def nlp_recipe_ids(bench: BenchmarkLike, dataset: str = "ptb") -> list[int]:
-    """The recipe ids of ``dataset``'s runs with a finite final test loss, sorted (the
-    space of :func:`~.optuna.run_optuna_nlp` and of the NAS-Bench-NLP syne-tune blackbox)."""
-    check_choice("dataset", dataset, DATASETS)
-    df = bench.nlp.ptb if dataset == "ptb" else bench.nlp.wikitext2
-    ok = df[np.isfinite(df[FINAL_TEST_LOSS[dataset]].astype(float))]
-    return sorted({int(r) for r in ok["recipe_id"]})
-
-
-# -- the spaces (also what the task configs' input_space instantiates) --------------------------
 def task_space(task: str, seed: int = 0, data: str | None = None) -> ConfigurationSpace:
     """The ConfigurationSpace of ``task`` (one of :data:`TASKS`), seeded with ``seed``.
     The task configs' ``input_space.configuration_space`` calls this (the space SMAC
@@ -144,58 +110,8 @@ def task_space(task: str, seed: int = 0, data: str | None = None) -> Configurati
     samples), so the optimiser and the objective see one space. ``data``: as
     :func:`load_bench` (the structured space needs none)."""
     check_choice("task", task, tuple(TASKS))
-    kind = TASKS[task]["space"]
-    if kind == "structured":
-        return FLEXIBERT_SPACE.configspace(_seed(seed))
-    if kind == "evaluated":
-        return evaluated_space(load_bench(data), seed)
-    if kind == "curves":
-        return curve_space(load_bench(data), seed)
-    if kind == "logged":
-        return logged_space(load_bench(data), TASKS[task]["dataset"], seed)
-    return recipe_space(load_bench(data), TASKS[task]["dataset"], seed)
-
-
-def evaluated_space(bench: BenchmarkLike, seed: int = 0) -> ConfigurationSpace:
-    """One categorical ``arch`` over FlexiBERT-500's distinct archs (canonical strings, id order)."""
-    return ConfigurationSpace(name="flexibert500_archs", seed=_seed(seed),
-                              space=[Categorical(ARCH_HP, [str(a) for a in evaluated_archs(bench)])])
-
-
-def recipe_space(bench: BenchmarkLike, dataset: str = "ptb", seed: int = 0) -> ConfigurationSpace:
-    """One categorical ``recipe_id`` over NAS-Bench-NLP ``dataset``'s runs with a finite test loss."""
-    return ConfigurationSpace(name=f"nlp_{dataset}_recipes", seed=_seed(seed),
-                              space=[Categorical(RECIPE_HP, nlp_recipe_ids(bench, dataset))])
-
-
-def curve_archs(bench: BenchmarkLike) -> list[Arch]:
-    """The 15 archs with a learning curve (the train ablation), in id order."""
-    return [bench.query(i, charge=False).arch for i in bench.curve_ids()]
-
-
-def curve_space(bench: BenchmarkLike, seed: int = 0) -> ConfigurationSpace:
-    """One categorical ``arch`` over the learning-curve archs (canonical strings, id order)."""
-    return ConfigurationSpace(name="flexibert_curve_archs", seed=_seed(seed),
-                              space=[Categorical(ARCH_HP, [str(a) for a in curve_archs(bench)])])
-
-
-def logs_frame(bench: BenchmarkLike, dataset: str) -> Any:
-    """The training logs of ``dataset`` (WikiText-2's, or PTB's when the data holds them)."""
-    check_choice("dataset", dataset, DATASETS)
-    return bench.nlp.wikitext2 if dataset == "wikitext2" else bench.nlp.ptb_logs
-
-
-def logged_recipe_ids(bench: BenchmarkLike, dataset: str) -> list[int]:
-    """The recipe ids of ``dataset``'s logged runs that finished every epoch, sorted."""
-    df = logs_frame(bench, dataset)
-    done = df[~df["diverged"].astype(bool) & (df["epochs_completed"] == df["hp_epochs"])]
-    return sorted({int(r) for r in done["recipe_id"]})
-
-
-def logged_space(bench: BenchmarkLike, dataset: str, seed: int = 0) -> ConfigurationSpace:
-    """One categorical ``recipe_id`` over the runs with every epoch logged (:func:`logged_recipe_ids`)."""
-    return ConfigurationSpace(name=f"nlp_{dataset}_logged", seed=_seed(seed),
-                              space=[Categorical(RECIPE_HP, logged_recipe_ids(bench, dataset))])
+    t = TASKS[task]
+    return _SPACES[t["space"]](data, t.get("dataset"), seed)
 
 
 def _stamping(evaluate: Any) -> Any:
@@ -285,19 +201,19 @@ class FlexiBERTTabular(_TabularBase):
         check_choice("space", space, TABULAR_SPACES)
         self.bench = load_bench(data)
         self.space_kind = space
-        cs = evaluated_space(self.bench, seed) if space == "evaluated" else FLEXIBERT_SPACE.configspace(_seed(seed))
+        cs = evaluated_space(self.bench, seed) if space == TaskSpace.EVALUATED else FLEXIBERT_SPACE.configspace(_seed(seed))
         super().__init__(objectives, self.bench.objectives, cs, loggers)
         self._rng = np.random.default_rng(_seed(seed))
         self._evaluated = frozenset(evaluated_archs(self.bench))
         self._oracle: Any = None
-        if space == "structured":
+        if space == TaskSpace.STRUCTURED:
             from ..search import make_oracle
 
             self._oracle = make_oracle("tabular", self.bench)  # its nearest-evaluated-arch rule
 
     def arch_of(self, config: Configuration | Mapping[str, Any]) -> Arch:
         """The evaluated arch that answers ``config``."""
-        if self.space_kind == "evaluated":
+        if self.space_kind == TaskSpace.EVALUATED:
             return Arch.coerce(_config_value(config, ARCH_HP))
         arch = configuration_to_arch(config)
         return arch if arch in self._evaluated else self._oracle.nearest(arch, self._rng)
@@ -419,7 +335,7 @@ def task_config(task: str, *, n_trials: int = DEFAULT_N_TRIALS) -> dict[str, Any
     if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 1:
         raise InvalidArgumentError(f"n_trials = {n_trials!r} is not allowed; allowed: a positive integer")
     t = TASKS[task]
-    info = get_search_space_info(task_space(task, 0) if t["space"] == "structured" else _shape_space(t["space"]))
+    info = get_search_space_info(task_space(task, 0) if t["space"] == TaskSpace.STRUCTURED else _shape_space(t["space"]))
     return {
         "benchmark_id": BENCHMARK_ID,
         "task_id": "${task.name}",
@@ -452,13 +368,6 @@ def _fidelity_space(fidelity: tuple[str, int, int] | None) -> dict[str, Any]:
     kind, low, high = fidelity if fidelity is not None else (None, None, None)
     return {"_target_": "carps.utils.task.FidelitySpace", "is_multifidelity": fidelity is not None,
             "fidelity_type": kind, "min_fidelity": low, "max_fidelity": high}
-
-
-def _shape_space(kind: str) -> ConfigurationSpace:
-    """A space of the evaluated-set kind's shape (one categorical) for the metadata, which
-    depends on the types only - so writing the configs needs no data."""
-    name = ARCH_HP if kind in ("evaluated", "curves") else RECIPE_HP
-    return ConfigurationSpace(space=[Categorical(name, ["a", "b"])])
 
 
 def write_task_configs(directory: str | Path = CONFIG_ROOT) -> list[Path]:

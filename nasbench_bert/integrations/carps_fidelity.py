@@ -35,8 +35,9 @@ from ..checks import check_choice
 from ..errors import InvalidArgumentError
 from ..spaces.flexibert import Arch
 from ..vocabulary import DATASETS
-from .carps import (
-    ARCH_HP, RECIPE_HP, _config_value, _TabularBase, curve_archs, curve_space, load_bench, logged_space, logs_frame,
+from .carps import _TabularBase
+from .carps_spaces import (
+    ARCH_HP, RECIPE_HP, _config_value, curve_archs, curve_space, load_bench, logged_space, logs_frame,
 )
 
 #: the learning curves' checkpoints a budget can reach (the valid ones from 150,000 steps on)

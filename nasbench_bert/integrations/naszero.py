@@ -55,7 +55,7 @@ from ..data.tables import FLEXIBERT_PROXY_COLUMNS, GLUE_TASKS, NLP_PROXY_COLUMNS
 from ..checks import check_bench, check_names
 from ..errors import InvalidArchitectureError, InvalidArgumentError, NasBenchError
 from ..spaces import Arch, Layer
-from ..vocabulary import BenchmarkLike
+from ..vocabulary import BenchmarkLike, Space
 
 FILES = {"flexibert": "zc_flexibert.json", "nlp": "zc_nasbench_nlp.json"}
 #: the top-level key that says which nasbench-bert wrote a file (``{"provenance":
@@ -256,8 +256,8 @@ def live_from_table(bench: BenchmarkLike) -> tuple[pd.DataFrame | None, pd.DataF
 
     if not bench.data.has_table(TABLE):
         return None, None
-    frames: dict[str, list[pd.DataFrame]] = {"flexibert": [], "nlp": []}
-    for space, lookup in (("flexibert", bench.proxy_values), ("nlp", bench.nlp.proxy_values)):  # type: ignore[attr-defined]
+    frames: dict[str, list[pd.DataFrame]] = {Space.FLEXIBERT: [], Space.NLP: []}
+    for space, lookup in ((Space.FLEXIBERT, bench.proxy_values), (Space.NLP, bench.nlp.proxy_values)):  # type: ignore[attr-defined]
         try:
             first = lookup("as_trained")
         except NasBenchError:  # a table without this benchmark's rows
@@ -268,7 +268,7 @@ def live_from_table(bench: BenchmarkLike) -> tuple[pd.DataFrame | None, pd.DataF
             names = [c for c in df.columns if "trivial" not in (info.get(c) or {}).get("group", ())]
             out = df[names].reset_index()
             out["semantics"] = sem
-            if space == "flexibert":
+            if space is Space.FLEXIBERT:
                 archs = bench.archs
                 out["arch"] = [str(archs[i]) for i in out["id"]]
             else:  # the file keys NAS-Bench-NLP by PTB run: a recipe of WikiText-2 alone has no entry there
@@ -277,7 +277,7 @@ def live_from_table(bench: BenchmarkLike) -> tuple[pd.DataFrame | None, pd.DataF
             for n in names:
                 out[f"{n}__seconds"] = float((info.get(n) or {}).get("seconds_per_row", {}).get(sem, float("nan")))
             frames[space].append(out.drop(columns=[c for c in ("id", "recipe_hash") if c in out]))
-    return tuple(pd.concat(f, ignore_index=True) if f else None for f in (frames["flexibert"], frames["nlp"]))  # type: ignore[return-value]
+    return tuple(pd.concat(f, ignore_index=True) if f else None for f in (frames[Space.FLEXIBERT], frames[Space.NLP]))  # type: ignore[return-value]
 
 
 def export_naszero(bench: BenchmarkLike, out_dir: str | os.PathLike[str], *, live: pd.DataFrame | None = None,

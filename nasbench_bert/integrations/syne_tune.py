@@ -47,10 +47,10 @@ from syne_tune.blackbox_repository.blackbox import Blackbox
 from ..benchmark.curves import FINAL_STEPS
 from ..checks import check_bench, check_nlp_bench
 from ..errors import InvalidArgumentError
-from ..vocabulary import BenchmarkLike, NLPBenchmarkLike
+from ..vocabulary import BenchmarkLike, Direction, NLPBenchmarkLike
 from .syne_tune_encoding import (
-    ELAPSED, FLAT_KEYS, INACTIVE, LAYER_KEYS, MAX_LAYERS, OPERATION_NAMES, SPACE_INDEX, arch_to_config, check_choice,
-    config_to_arch, flat_config_space,
+    ELAPSED, FLAT_KEYS, INACTIVE, LAYER_KEYS, MAX_LAYERS, OPERATION_NAMES, SPACE_INDEX, NLPFidelity, arch_to_config,
+    check_choice, config_to_arch, flat_config_space,
 )
 from .syne_tune_files import load_blackbox, serialize_blackbox
 from .syne_tune_surrogate import FlexiBERTSurrogateBlackbox
@@ -67,7 +67,7 @@ __all__ = [
 ]
 
 #: ``nlp_to_syne_tune``'s ``fidelity``: PTB's final results, or every epoch of the logs
-NLP_FIDELITIES: tuple[str, ...] = ("final", "epochs")
+NLP_FIDELITIES: tuple[str, ...] = tuple(f.value for f in NLPFidelity)
 #: ``dataset`` -> the fidelity :func:`nlp_to_syne_tune` gives it by default
 _NLP_DEFAULT_FIDELITY = {"ptb": "final", "wikitext2": "epochs"}
 
@@ -126,7 +126,7 @@ def do_minimize(blackbox: Blackbox, metric: str) -> bool:
     modes = getattr(blackbox, "metric_modes", {})
     if metric not in modes:
         raise InvalidArgumentError(f"metric = {metric!r} has no direction; allowed values: {sorted(modes)}")
-    return modes[metric] == "min"
+    return modes[metric] == Direction.MIN
 
 
 def nlp_to_syne_tune(bench: BenchmarkLike | NLPBenchmarkLike, dataset: Literal["ptb", "wikitext2"] = "ptb",

@@ -17,6 +17,7 @@ blackbox, the files and the public facade import it.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, Mapping
 
 import numpy as np
@@ -39,9 +40,19 @@ FLAT_KEYS: tuple[str, ...] = ("hidden_size", "num_layers",
                               *(f"layer{i}_{k}" for i in range(MAX_LAYERS) for k in LAYER_KEYS))
 #: the cumulative cost a simulation advances its clock by (syne-tune's ``elapsed_time_attr``)
 ELAPSED = "metric_elapsed_time"
+#: the FlexiBERT blackboxes' cost that is the opposite of GLUE (``metric_glue_error``)
+GLUE_ERROR = "glue_error"
 #: reported beside the objectives by the FlexiBERT blackboxes: the search-space index of the
 #: arch that answered (the nearest evaluated one for an untrained config); not an objective
 SPACE_INDEX = "space_index"
+
+
+class NLPFidelity(StrEnum):
+    """The fidelities of a NAS-Bench-NLP blackbox: PTB's final results, or every epoch of
+    the logs (WikiText-2's, or PTB's when the data holds them)."""
+
+    FINAL = "final"
+    EPOCHS = "epochs"
 
 
 def flat_config_space() -> dict[str, Any]:

@@ -51,6 +51,7 @@ from syne_tune.config_space import choice
 
 from ..atomic import recover_dir, replace_dir, staging_dir
 from ..errors import InvalidArgumentError, MissingExtraError
+from ..vocabulary import Space
 from .syne_tune_encoding import ELAPSED, FLAT_KEYS, SPACE_INDEX, config_to_arch
 from .syne_tune_tables import FlexiBERTTabular, NLPTabular
 
@@ -90,11 +91,11 @@ def require_fastparquet() -> None:
                                 "pip install 'nasbench-bert[hpo]'", name="fastparquet") from None
 
 
-def _family(blackbox: Any) -> tuple[str, str]:
+def _family(blackbox: Any) -> tuple[Space, str]:
     if isinstance(blackbox, FlexiBERTTabular):
-        return "flexibert", blackbox.kind
+        return Space.FLEXIBERT, blackbox.kind
     if isinstance(blackbox, NLPTabular):
-        return "nlp", blackbox.fidelity
+        return Space.NLP, blackbox.fidelity
     raise InvalidArgumentError(f"blackbox = {type(blackbox).__name__} is not allowed; allowed: a tabular blackbox "
                                "(FlexiBERTTabular or NLPTabular); a surrogate blackbox has no table to write")
 
@@ -128,7 +129,7 @@ def metadata(blackbox: BlackboxTabular, **extra: Any) -> dict[str, Any]:
         **extra, "metric_modes": file_table(blackbox).metric_modes, "elapsed_time_attr": ELAPSED,  # type: ignore[attr-defined]
         "fidelity_attr": next(iter(blackbox.fidelity_space)), "generated_by": f"nasbench-bert {__version__}",
         "nasbench_bert_version": __version__, "cite": CITATIONS[family], "objectives_dtype": "float64",
-        "nasbench_bert": family, "fidelity": fidelity, "elapsed_time": elapsed,
+        "nasbench_bert": family.value, "fidelity": fidelity, "elapsed_time": elapsed,
     }
     if isinstance(blackbox, FlexiBERTTabular):  # what load_blackbox restores the package's class from
         meta.update({"kind": blackbox.kind, "outside": blackbox.outside, "encoding": "flat-v1",
@@ -221,7 +222,7 @@ def serialize_blackbox(blackbox: BlackboxTabular, path: str | os.PathLike[str], 
         raise InvalidArgumentError(f"path = {path!r} is not allowed; allowed: a folder path")
     if name is not None and (not isinstance(name, str) or not name):
         raise InvalidArgumentError(f"name = {name!r} is not allowed; allowed: a task name (a non-empty string) or None")
-    default = {"final": "flexibert", "curves": "flexibert_curves"}.get(kind) if family == "flexibert" \
+    default = {"final": "flexibert", "curves": "flexibert_curves"}.get(kind) if family is Space.FLEXIBERT \
         else f"nlp_{blackbox.dataset}"
     task = name or default
     target = Path(path)

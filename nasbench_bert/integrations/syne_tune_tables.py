@@ -49,9 +49,9 @@ from ..checks import check_int
 from ..data.tables import GLUE_TASKS
 from ..errors import DataIntegrityError, InvalidArgumentError
 from ..spaces.flexibert import Arch, field_codes, field_distances
-from ..vocabulary import BenchmarkLike, NLPBenchmarkLike
+from ..vocabulary import BenchmarkLike, CurveStatus, Direction, NLPBenchmarkLike, NLPDataset, ResultSource
 from .syne_tune_encoding import (
-    ELAPSED, FLAT_KEYS, SPACE_INDEX, CheckedObjective, arch_to_config, check_choice, config_to_arch, flat_config_space,
+    ELAPSED, FLAT_KEYS, GLUE_ERROR, SPACE_INDEX, CheckedObjective, NLPFidelity, arch_to_config, check_choice, config_to_arch, flat_config_space,
     steps_space,
 )
 
@@ -117,10 +117,10 @@ def flexibert_final(bench: BenchmarkLike, outside: str) -> FlexiBERTTabular:
     archs = list(dict.fromkeys(bench.archs))
     runs = [bench.query_all(a) for a in archs]
     # hardware objectives only when every arch's trained model was measured: never a NaN objective
-    bundled = [sorted((r for r in rs if r.source == "bundled"), key=lambda r: r.id) for rs in runs]
+    bundled = [sorted((r for r in rs if r.source == ResultSource.BUNDLED), key=lambda r: r.id) for rs in runs]
     hw_metrics = HARDWARE_METRICS if all("as_trained" in r.hardware for rs in bundled for r in rs) else ()
     names = ["metric_glue", *(f"metric_{t}" for t in GLUE_TASKS), ELAPSED, "metric_num_params_as_trained",
-             *(f"metric_{h}" for h in hw_metrics), "metric_glue_error", SPACE_INDEX]
+             *(f"metric_{h}" for h in hw_metrics), f"metric_{GLUE_ERROR}", SPACE_INDEX]
     seeds = max(len(r) for r in runs)
     y = np.empty((len(archs), seeds, 1, len(names)))
     for i, (a, rs) in enumerate(zip(archs, bundled)):
@@ -149,7 +149,7 @@ def flexibert_curves(bench: BenchmarkLike, outside: str) -> FlexiBERTTabular:
                                      f"curve {steps.tolist()}: the curves table is damaged")
         for j, s in enumerate(steps):
             row = c.loc[s]
-            if row["status"] != "ok":  # only BROKEN_CURVE_STEPS may be damaged (docs/errata.md, finding 11)
+            if row["status"] != CurveStatus.OK:  # only BROKEN_CURVE_STEPS may be damaged (docs/errata.md, finding 11)
                 raise DataIntegrityError(f"curve point (id {k}, {s} steps) has status {row['status']!r}")
             y[i, 0, j] = [row["glue_corrected"], *(row[t] for t in GLUE_TASKS), base.time_to_train * s / FINAL_STEPS,
                           base.arch.index]
@@ -235,14 +235,14 @@ def nlp_epochs(df: pd.DataFrame, dataset: str) -> NLPTabular:
 def nlp_table(nlp: NLPBenchmarkLike, dataset: str, fidelity: str) -> NLPTabular:
     """The NAS-Bench-NLP blackbox of ``dataset`` at ``fidelity`` (``"final"``: PTB's final
     results; ``"epochs"``: the logs, WikiText-2's or, when the data holds them, PTB's)."""
-    if dataset == "wikitext2":
-        if fidelity != "epochs":
+    if dataset == NLPDataset.WIKITEXT2:
+        if fidelity != NLPFidelity.EPOCHS:
             raise InvalidArgumentError(f"fidelity = {fidelity!r} is not allowed for wikitext2; allowed values: ['epochs'] "
                                        "(its logs hold every epoch)")
-        return nlp_epochs(nlp.wikitext2, "wikitext2")
-    if fidelity == "final":
+        return nlp_epochs(nlp.wikitext2, NLPDataset.WIKITEXT2.value)
+    if fidelity == NLPFidelity.FINAL:
         return nlp_ptb_final(nlp)
-    return nlp_epochs(nlp.ptb_logs, "ptb")  # no logs in the data: DataNotFoundError naming build-data --ptb-logs
+    return nlp_epochs(nlp.ptb_logs, NLPDataset.PTB.value)  # no logs in the data: DataNotFoundError naming build-data --ptb-logs
 
 
 # -- directions ---------------------------------------------------------------------------------
@@ -258,8 +258,8 @@ def metric_modes(objectives: Mapping[str, Any], names: list[str]) -> dict[str, s
         key = name.removeprefix("metric_")
         if key in objectives:
             out[name] = objectives[key].direction
-        elif key == "glue_error":
-            out[name] = "min" if objectives["glue"].direction == "max" else "max"
+        elif key == GLUE_ERROR:
+            out[name] = Direction.MIN.value if objectives["glue"].direction == Direction.MAX else Direction.MAX.value
         elif name == ELAPSED:
             out[name] = objectives["time_to_train"].direction if "time_to_train" in objectives else "min"
         elif key in HARDWARE_METRICS:

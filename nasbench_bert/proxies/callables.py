@@ -58,6 +58,8 @@ import numpy as np
 
 from ..checks import check_int
 from ..errors import InvalidArgumentError
+from ..semantics import NLPObjectiveRule
+from ..vocabulary import Space
 from .registry import NAME_RESOLVERS, REGISTRY, SPACES, Proxy, ProxyValue
 
 #: names this module registered (only these may be replaced by a re-registration)
@@ -324,10 +326,10 @@ def objective(model: Any, batch: Any, *, semantics: Any = None, seed: int | None
                                    "(authors, as_trained, as_specified)")
     sem = get_semantics(semantics if semantics is not None else call.semantics)  # type: ignore[union-attr]
     seed = int(check_seed("seed", seed if seed is not None else (call.seed if call is not None else 0), none=False))
-    if spec.space == "flexibert":
+    if spec.space == Space.FLEXIBERT:
         out = model(batch.input_ids, batch.attention_mask, batch.token_type_ids)
         return objective_value(out, sem.protocol.objective, seed)
-    if sem.protocol.nlp_objective == "rnn_output":
+    if sem.protocol.nlp_objective == NLPObjectiveRule.RNN_OUTPUT:
         import torch.nn.functional as F
 
         w = model.embedding.weight

@@ -31,7 +31,7 @@ from torch import nn
 
 from ..models.flexibert import FlexiBERTEncoder
 from ..models.operations import LTOperation, SelfAttention
-from ..semantics import Semantics, SemanticsLike, get_semantics
+from ..semantics import ObjectiveRule, Semantics, SemanticsLike, get_semantics
 from ..spaces.flexibert import Arch
 from .capture import Capture, objective_value, projection
 from .inputs import Batch
@@ -147,7 +147,7 @@ def _synflow_flexibert(arch: Arch, batch: Batch, sem: Semantics, seed: int) -> d
     x = model.embeddings.project(emb)
     for layer in model.layers:
         x = layer(x, None, None)
-    if sem.protocol.objective == "ones":
+    if sem.protocol.objective == ObjectiveRule.ONES:
         x.sum().backward()
     else:
         (x * projection(x.shape, seed, x.dtype, x.device).abs()).sum().backward()

@@ -66,7 +66,7 @@ from .._torch import torch
 import torch.nn.functional as F
 
 from ..models.nlp_rnn import RecipeLM, build_nlp_rnn
-from ..semantics import Semantics, SemanticsLike, get_semantics
+from ..semantics import NLPObjectiveRule, Semantics, SemanticsLike, get_semantics
 from ..spaces.nlp import Recipe
 from .capture import Capture
 from .inputs import Batch
@@ -92,7 +92,7 @@ def capture_nlp(recipe: Recipe, needs: set[str], batch: Batch, semantics: Semant
         cap = Capture(model, batch, semantics, "none")
         cap.extra.update(seed=seed, key=recipe.hash if hasattr(recipe, "hash") else str(recipe))
         return cap
-    if semantics.protocol.nlp_objective == "rnn_output":
+    if semantics.protocol.nlp_objective == NLPObjectiveRule.RNN_OUTPUT:
         return _capture_notebook(model, needs, batch, semantics, seed)
     return _capture_decoder_logits(model, needs, batch, semantics, seed)
 

@@ -20,6 +20,7 @@ from typing import Any, Iterable
 from .._torch import torch
 
 from ..semantics import SemanticsLike, get_semantics
+from ..vocabulary import DeviceKind
 from .capture import Capture
 from .capture_bert import capture_flexibert
 from .capture_nlp import NOISE_AMPLITUDES, capture_nlp
@@ -58,10 +59,10 @@ def run_one(space: str, key: Any, proxies: list[Proxy], spec: BatchSpec, batch: 
     fresh model each) and those that read the shared pass. ``device``: a canonical device
     (:func:`nasbench_bert.devices.check_device`); the CPU path is the one every CPU value
     was computed by."""
-    if device == "cpu":
+    if device == DeviceKind.CPU:
         return _run_one(space, key, proxies, spec, batch, semantics, seed, dtype)
     dev = torch.device(device)
-    with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):  # torch.manual_seed reseeds the GPU too
+    with torch.random.fork_rng(devices=[dev] if dev.type == DeviceKind.CUDA else []):  # torch.manual_seed reseeds the GPU too
         return _run_one(space, key, proxies, spec, batch_on(batch, dev), semantics, seed, dtype)
 
 

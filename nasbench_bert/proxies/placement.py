@@ -28,6 +28,7 @@ import dataclasses
 from .._torch import torch
 from torch import nn
 
+from ..vocabulary import DeviceKind
 from .inputs import Batch
 
 __all__ = ["HostRngDropout", "batch_on", "host_normal_", "place"]
@@ -53,7 +54,7 @@ def place(model: nn.Module, device: torch.device | str) -> nn.Module:
     becomes a :class:`HostRngDropout` (same ``p``, same module tree, hooks kept), then
     the weights move."""
     device = torch.device(device)
-    if device.type == "cpu":
+    if device.type == DeviceKind.CPU:
         return model
     for m in model.modules():
         if type(m) is nn.Dropout:
@@ -64,7 +65,7 @@ def place(model: nn.Module, device: torch.device | str) -> nn.Module:
 def batch_on(batch: Batch, device: torch.device | str) -> Batch:
     """``batch`` with its tensors on ``device`` (the same object on the CPU)."""
     device = torch.device(device)
-    if device.type == "cpu":
+    if device.type == DeviceKind.CPU:
         return batch
     move = lambda t: None if t is None else t.to(device)  # noqa: E731
     return dataclasses.replace(batch, input_ids=move(batch.input_ids), attention_mask=move(batch.attention_mask),
@@ -74,6 +75,6 @@ def batch_on(batch: Batch, device: torch.device | str) -> Batch:
 def host_normal_(t: torch.Tensor) -> torch.Tensor:
     """Fill ``t`` with N(0, 1) from the global CPU generator, as ``t.normal_()`` does on a
     CPU tensor (``nn.init.normal_``): in place on the CPU, drawn there and copied elsewhere."""
-    if t.device.type == "cpu":
+    if t.device.type == DeviceKind.CPU:
         return nn.init.normal_(t)
     return t.copy_(nn.init.normal_(torch.empty_like(t, device="cpu")))

@@ -36,6 +36,7 @@ from __future__ import annotations
 from .._torch import torch
 from torch import nn
 
+from ..vocabulary import DeviceKind
 from .capture import Capture
 from .registry import ProxyValue, register
 
@@ -114,7 +115,7 @@ def _w_pca(cap: Capture, first_only: bool) -> ProxyValue:
     lams = [spectrum(h) for _, h in pre]
     # every spectrum to the host in one copy (not one synchronisation per Linear); the
     # dimensions are counted there, as pca_dim counts them
-    on_cpu = not lams or lams[0].device.type == "cpu"
+    on_cpu = not lams or lams[0].device.type == DeviceKind.CPU
     host = lams if on_cpu else torch.cat(lams).cpu().split([len(lam) for lam in lams])
     for (li, _), lam in zip(pre, host):
         per[li] += _dim(lam, W_PCA_ETA)

@@ -27,6 +27,7 @@ from typing import Any, Iterator
 import numpy as np
 from .._torch import torch
 
+from ..semantics import NLPObjectiveRule
 from .common import cosine_score, covariance_score, group_sums, module_sums
 from .capture import Capture
 from .capture_nlp import NOISE_AMPLITUDES
@@ -42,7 +43,7 @@ def _rows_by_sequence(g: torch.Tensor) -> np.ndarray:
 
 def _notebook(cap: Capture) -> bool:
     """Whether the capture follows the authors' notebook (objective ``rnn_output``)."""
-    return cap.objective == "rnn_output"
+    return cap.objective == NLPObjectiveRule.RNN_OUTPUT
 
 
 def _sums(cap: Capture, groups) -> list[float]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from .._torch import torch
 
+from ..vocabulary import DeviceKind
 from .capture import Capture
 from .registry import ProxyValue, register
 
@@ -43,7 +44,7 @@ def count_patterns(acts: torch.Tensor) -> int:
         weights = 3 ** torch.arange(chunk.shape[1], dtype=torch.int64, device=chunk.device)
         # integer products: exact (modulo 2^64) in any order, so the CPU's matmul and the sum
         # a GPU runs (CUDA has no int64 matmul) give the same codes
-        cols.append(chunk @ weights if chunk.device.type == "cpu" else (chunk * weights).sum(1))
+        cols.append(chunk @ weights if chunk.device.type == DeviceKind.CPU else (chunk * weights).sum(1))
     packed = torch.stack(cols, 1) if len(cols) > 1 else cols[0]
     return int(torch.unique(packed, dim=0).shape[0]) if packed.dim() == 2 else int(torch.unique(packed).numel())
 

@@ -49,7 +49,7 @@ from ..executors import check_executor
 from ..semantics import DEFAULT_SEMANTICS, Semantics, SemanticsLike, get_semantics
 from ..slurm import SlurmResources, check_slurm
 from ..sweep import PartCache, SweepRun, run_sweep
-from ..vocabulary import DTYPES, BenchmarkLike, Dtype, Executor, SpaceName
+from ..vocabulary import DTYPES, BenchmarkLike, Dtype, Executor, Space, SpaceName
 from . import builtin as _builtin  # noqa: F401  (registers every built-in proxy and analytic score)
 from . import registry
 from .inputs import BatchSpec, make_batch
@@ -285,7 +285,7 @@ def compute(
     jobs = check_int("jobs", jobs, low=1)
     archs = _archs(archs)
     plist, combined = resolve_proxies(space, proxies)
-    items = adapter.items(archs, ensure_benchmark(bench, archs) if space == "flexibert" else bench)
+    items = adapter.items(archs, ensure_benchmark(bench, archs) if space == Space.FLEXIBERT else bench)
     cache_parts = PartCache.open(cache, "parquet", "arch")
     names = tuple(p.name for p in plist)
     tasks = _tasks(space, items, plist, st, dtype, refresh, device)

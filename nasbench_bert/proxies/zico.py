@@ -65,6 +65,7 @@ from typing import Callable, Iterable, Sequence
 from .._torch import torch
 from torch import nn
 
+from ..semantics import NLPObjectiveRule
 from .capture import Capture, objective_value
 from .capture_nlp import _notebook_embedding
 from .common import host_values
@@ -143,7 +144,7 @@ def _flexibert_passes(cap: Capture) -> list[Callable[[], None]]:
 
 def _nlp_passes(cap: Capture) -> list[Callable[[], None]]:
     model, ids = cap.model, cap.batch.input_ids
-    notebook = cap.semantics.protocol.nlp_objective == "rnn_output"
+    notebook = cap.semantics.protocol.nlp_objective == NLPObjectiveRule.RNN_OUTPUT
 
     def run(sl: slice) -> Callable[[], None]:
         def f() -> None:

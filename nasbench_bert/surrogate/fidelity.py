@@ -34,7 +34,7 @@ import pandas as pd
 
 from ..checks import check_bench
 from ..errors import InvalidArgumentError
-from ..vocabulary import BenchmarkLike
+from ..vocabulary import BenchmarkLike, CurveStatus
 
 #: the benchmark's own pretraining length (the steps of every main result)
 BENCHMARK_STEPS = 100_000
@@ -51,7 +51,7 @@ def curve_table(bench: BenchmarkLike) -> pd.DataFrame:
     for i in bench.curve_ids():
         for r in bench.curve(i).itertuples():
             rows.append({"id": int(i), "steps": int(r.steps), "glue": float(r.glue_corrected), "stored_glue": float(r.glue),
-                         "status": r.status, "tasks_valid": r.status == "ok", "bench_glue": float(flex.loc[i, "glue"]),
+                         "status": r.status, "tasks_valid": r.status == CurveStatus.OK, "bench_glue": float(flex.loc[i, "glue"]),
                          "num_layers": int(flex.loc[i, "num_layers"]), "hidden_size": int(flex.loc[i, "hidden_size"])})
     return pd.DataFrame(rows)
 

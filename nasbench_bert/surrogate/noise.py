@@ -33,6 +33,12 @@ from .features import twin_keys
 from .fidelity import curve_table
 from ..vocabulary import BenchmarkLike
 
+#: the ``kind`` of a pair of runs (:func:`repeat_pairs`): the same arch sampled twice by
+#: the release, or a 100,000-step curve checkpoint beside the benchmark run
+EXACT_REPEAT = "exact repeat"
+CURVE_CHECKPOINT = "curve 100k checkpoint"
+
+
 def repeat_pairs(bench: BenchmarkLike) -> pd.DataFrame:
     """Every pair of runs of one arch in the release: the exact repeats, and the
     recoverable 100,000-step curve checkpoints paired with the benchmark run."""
@@ -41,12 +47,12 @@ def repeat_pairs(bench: BenchmarkLike) -> pd.DataFrame:
     rows = []
     for r in bench.repeats().itertuples():
         a, b = r.ids[:2]
-        rows.append({"kind": "exact repeat", "arch": r.arch, "id": int(a), "other": f"id {b}",
+        rows.append({"kind": EXACT_REPEAT, "arch": r.arch, "id": int(a), "other": f"id {b}",
                      "glue_a": float(df.loc[a, "glue"]), "glue_b": float(df.loc[b, "glue"]),
                      "num_layers": int(df.loc[a, "num_layers"])})
     c = curve_table(bench)
     for r in c[(c["steps"] == 100_000) & np.isfinite(c["glue"])].itertuples():
-        rows.append({"kind": "curve 100k checkpoint", "arch": str(df.loc[r.id, "arch"]), "id": int(r.id),
+        rows.append({"kind": CURVE_CHECKPOINT, "arch": str(df.loc[r.id, "arch"]), "id": int(r.id),
                      "other": f"curve of id {r.id} ({r.status})", "glue_a": float(r.bench_glue), "glue_b": float(r.glue),
                      "num_layers": int(r.num_layers)})
     out = pd.DataFrame(rows)
@@ -209,7 +215,7 @@ def rank_ceilings(bench: BenchmarkLike, reps: int = 100, seed: int = 0) -> dict[
     from .. import metrics
 
     pairs = repeat_pairs(bench)
-    sigma = _sigma_ci(pairs[pairs["kind"] == "exact repeat"]["diff"].to_numpy())[0]
+    sigma = _sigma_ci(pairs[pairs["kind"] == EXACT_REPEAT]["diff"].to_numpy())[0]
     df = bench.to_pandas()
     cells = df["num_layers"].to_numpy(np.int64) * 1000 + df["hidden_size"].to_numpy(np.int64)
     out: dict[str, dict[str, tuple[float, float, float]]] = {}
@@ -232,7 +238,7 @@ def noise_floor(bench: BenchmarkLike, bootstrap: int = 2000, reps: int = 200, se
     ceilings on Kendall tau (see the module doc). Plain floats, ready for JSON."""
     bench = check_bench(bench)
     pairs = repeat_pairs(bench)
-    is_exact = pairs["kind"] == "exact repeat"
+    is_exact = pairs["kind"] == EXACT_REPEAT
     exact = pairs[is_exact]["diff"].to_numpy()
     curve = pairs[~is_exact]["diff"].to_numpy()
     s, lo, hi = _sigma_ci(exact)

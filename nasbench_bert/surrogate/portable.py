@@ -26,7 +26,7 @@ import io
 import json
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -125,24 +125,43 @@ def model_arrays(model: Any, family: str) -> tuple[dict[str, np.ndarray], dict[s
 
 
 # -- arrays -> model ------------------------------------------------------------------------------
+def _gp_member(g: dict[str, np.ndarray]) -> Any:
+    m = GPSurrogate(lengthscale=float(g["lengthscale"]), noise=float(g["noise"]))
+    m.mu_x, m.sd_x, m.Z, m.mu_y, m.sd_y, m.alpha = g["mu_x"], g["sd_x"], g["Z"], g["mu_y"], g["sd_y"], g["alpha"]
+    m._kinv32 = g["kinv"]
+    return m
+
+
+def _gbt_member(g: dict[str, np.ndarray]) -> Any:
+    leaf = g["leaf"]
+    m = GBTSurrogate(n_estimators=int(leaf.shape[0]), max_depth=int(round(np.log2(leaf.shape[1]))))
+    m.feature, m.threshold, m.leaf, m.mu_y, m.sd_y, m.resid = (g["feature"], g["threshold"], leaf, g["mu_y"],
+                                                              g["sd_y"], g["resid"])
+    return m
+
+
+def _ridge_member(g: dict[str, np.ndarray]) -> Any:
+    m = RidgeSurrogate()
+    m.mu_x, m.sd_x, m.w, m.resid = g["mu_x"], g["sd_x"], g["w"], g["resid"]
+    return m
+
+
+def _knn_member(g: dict[str, np.ndarray]) -> Any:
+    m = KNNSurrogate(k=int(g["k"]))
+    m.mu_x, m.sd_x, m.Z, m.Y = g["mu_x"], g["sd_x"], g["Z"], g["Y"]
+    return m
+
+
+#: a member family -> the model rebuilt from its arrays (:data:`MEMBER_FIELDS`); the file's
+#: families are checked against :data:`MEMBER_FIELDS` before any is rebuilt
+_MEMBERS: dict[str, Callable[[dict[str, np.ndarray]], Any]] = {
+    "gp": _gp_member, "gbt": _gbt_member, "ridge": _ridge_member, "knn": _knn_member,
+}
+
+
 def _member(name: str, a: dict[str, np.ndarray]) -> Any:
     g = {k: a[f"{name}.{k}"] for k in MEMBER_FIELDS[name]}
-    if name == "gp":
-        m: Any = GPSurrogate(lengthscale=float(g["lengthscale"]), noise=float(g["noise"]))
-        m.mu_x, m.sd_x, m.Z, m.mu_y, m.sd_y, m.alpha = g["mu_x"], g["sd_x"], g["Z"], g["mu_y"], g["sd_y"], g["alpha"]
-        m._kinv32 = g["kinv"]
-    elif name == "gbt":
-        leaf = g["leaf"]
-        m = GBTSurrogate(n_estimators=int(leaf.shape[0]), max_depth=int(round(np.log2(leaf.shape[1]))))
-        m.feature, m.threshold, m.leaf, m.mu_y, m.sd_y, m.resid = (g["feature"], g["threshold"], leaf, g["mu_y"],
-                                                                  g["sd_y"], g["resid"])
-    elif name == "ridge":
-        m = RidgeSurrogate()
-        m.mu_x, m.sd_x, m.w, m.resid = g["mu_x"], g["sd_x"], g["w"], g["resid"]
-    else:
-        m = KNNSurrogate(k=int(g["k"]))
-        m.mu_x, m.sd_x, m.Z, m.Y = g["mu_x"], g["sd_x"], g["Z"], g["Y"]
-    return m
+    return _MEMBERS[name](g)
 
 
 def model_from_arrays(arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Any:
