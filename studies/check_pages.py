@@ -68,6 +68,7 @@ PAGES: tuple[Page, ...] = (
     Page("beyond", "studies.beyond", "docs/beyond.md", "render-only", 439),
     Page("published", "studies.published", "docs/published.md", "render-only", 3600),
     Page("leaderboard", "studies.leaderboard", "docs/leaderboard.md", "render-only", 3600),
+    Page("proxy_values", "studies.proxy_values_page", "docs/proxy_values.md", "render-only", 1800),
     Page("surrogate", "studies.surrogate_study", "docs/surrogate.md", "render-only", 600),
     Page("proxy_study", "studies.proxy_study", "docs/proxy_study.md", "render-only", 3600),
 )

@@ -576,17 +576,17 @@ def render_stored(stored: dict[str, Any], out: Path | None = None) -> str:
     when it was computed (not this machine's). With ``out``, the page's figure is drawn
     beside it (``<out stem>.png``) from the same records."""
     lb = pd.DataFrame.from_records(stored["leaderboard"])
-    figure = ""
+    # the page names its figure whether or not it is drawn now: the text is the JSON's rendering
+    png = (out if out is not None else Path("docs/leaderboard.md")).with_suffix(".png")
     if out is not None:
         from studies.leaderboard_figure import draw, figure_data
 
-        png = out.with_suffix(".png")
         draw(figure_data(lb), png)
-        figure = (f"![Tie-broken τ and within-cell τ of every score, with 95 % intervals]({png.name})\n\n"
-                  "*Left: tie-broken τ over the 500 archs, one point per (proxy, semantics) with its 95 % bootstrap "
-                  "interval, grouped by semantics; the dashed lines are the two one-line rules on the spec. Right: "
-                  "within-cell τ-b of the same rows, where `depth_then_width` orders no pair and only "
-                  "`depth_width_then_size` is drawn. Grey: rounding noise by construction (no verdict).*\n\n")
+    figure = (f"![Tie-broken τ and within-cell τ of every score, with 95 % intervals]({png.name})\n\n"
+              "*Left: tie-broken τ over the 500 archs, one point per (proxy, semantics) with its 95 % bootstrap "
+              "interval, grouped by semantics; the dashed lines are the two one-line rules on the spec. Right: "
+              "within-cell τ-b of the same rows, where `depth_then_width` orders no pair and only "
+              "`depth_width_then_size` is drawn. Grey: rounding noise by construction (no verdict).*\n\n")
     return render(lb, stored["bootstrap"], stored["ceilings"], stored["best_proxy_depth_ranges"],
                   machine=stored["machine"], batch=stored["live_batch"], comparisons=stored.get("verdict_comparisons"),
                   table=stored.get("proxy_values"), figure=figure)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -73,7 +71,7 @@ def test_values_equal_a_plain_sweep_of_the_same_protocol(bench, built):
             assert np.array_equal(got.loc[IDS, p].to_numpy(float), ref.loc[IDS, p].to_numpy(float)), (sem, p)
         assert np.array_equal(got.loc[IDS, "ntsr"].to_numpy(float), proxies.ntsr(ref.loc[IDS]).to_numpy(float))
     nlp = df[df.benchmark == "nlp"]
-    assert set(nlp.semantics) == {"as_trained", "authors"} and set(nlp.recipe_hash) == {recipe}
+    assert set(nlp.semantics) == {"as_trained"} and set(nlp.recipe_hash) == {recipe}
     rec = dict(values.nlp_recipes(bench))[recipe]
     ref = proxies.compute([(recipe, rec)], NLP_PROXIES, space="nlp", semantics="as_trained", dtype="float64")
     row = nlp[nlp.semantics == "as_trained"].iloc[0]
@@ -93,7 +91,7 @@ def test_provenance_names_version_machine_dtype_batch_and_definitions(built):
     assert set(flex["proxies"]) == set(FLEX_PROXIES) - {"ntsr"} and set(flex["combined"]) == {"ntsr"}
     assert flex["proxies"]["zico"]["layer"] == "own" and flex["proxies"]["l2_norm"]["layer"] == "pass"
     assert all(s > 0 for s in flex["proxies"]["zico"]["seconds_per_row"].values())
-    assert p["benchmarks"]["nlp"]["semantics"] == ["as_trained", "authors"]
+    assert p["benchmarks"]["nlp"]["semantics"] == ["as_trained"]
 
 
 def test_standalone_file_round_trip_and_refusals(built, tmp_path):

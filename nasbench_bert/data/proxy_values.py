@@ -46,8 +46,9 @@ from .tables import MANIFEST, TABLES, DataDir, sha256_file, write_parquet_determ
 TABLE = "proxy_values"
 #: the key columns, in order; every other column is a proxy
 KEY_COLUMNS: tuple[str, ...] = ("benchmark", "id", "recipe_hash", "semantics")
-#: what keys a benchmark's rows (the index of :func:`read_proxy_values`)
+#: what keys a benchmark's rows (the index of :func:`read_proxy_values`), and its dtype
 INDEX: dict[str, str] = {"flexibert": "id", "nlp": "recipe_hash"}
+INDEX_DTYPES: dict[str, str] = {"id": "int64", "recipe_hash": "object"}
 #: a (benchmark, semantics) the table does not compute because another semantics' rows are
 #: the same values: NAS-Bench-NLP builds one model per recipe whatever the semantics, and
 #: ``as_specified`` prescribes the same protocol there as ``as_trained``
@@ -214,9 +215,10 @@ def select(table: pa.Table, meta: Mapping[str, Any], benchmark: str, semantics: 
     df = table.select([*KEY_COLUMNS, *names]).to_pandas()
     df = df[(df["benchmark"] == benchmark) & (df["semantics"] == semantics)]
     out = df.set_index(key)[names]
-    if key == "id":
-        out.index = out.index.astype("int64")
-    out.attrs = {**{k: v for k, v in meta.items() if k != "benchmarks"},
+    out.index = out.index.astype(INDEX_DTYPES[key])
+    top = dict(meta)
+    top.pop("benchmarks", None)  # this benchmark's own part is merged in below
+    out.attrs = {**top,
                  **{k: v for k, v in info.items() if k not in ("proxies", "semantics")},
                  "table_semantics": list(info.get("semantics", [])), "benchmark": benchmark, "semantics": semantics,
                  "proxies": {n: info.get("proxies", {}).get(n, info.get("combined", {}).get(n)) for n in names}}
@@ -231,7 +233,7 @@ def for_build(source: str | Path | None | bool = None) -> tuple[pa.Table, dict[s
     sidecar and have been built by this package version, else one line refuses it (naming
     ``proxy_values``); the pinned file of another version is left out with a warning
     (a checkout between a version bump and the table's rebuild, which the tests fail)."""
-    from .. import __version__
+    from ..version import __version__
 
     if source is False:
         return None
@@ -270,7 +272,7 @@ def read_proxy_values(data: DataDir, benchmark: str, semantics: Any = "as_traine
     (sha256 and columns verified against the manifest, built by this package version),
     indexed by id (FlexiBERT) or recipe hash (NAS-Bench-NLP), provenance in ``.attrs``.
     ``proxies``: names (``None``: every proxy of the benchmark)."""
-    from .. import __version__
+    from ..version import __version__
     from ..semantics import get_semantics
 
     sem = get_semantics(semantics).key
