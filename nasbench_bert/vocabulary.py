@@ -188,3 +188,15 @@ NLP_BENCHMARK_MEMBERS: tuple[str, ...] = ("query", "ptb", "wikitext2")
 #: with it, the published analytic scores, the trivial baselines
 RowKind = Literal["candidate", "compare", "published", "baseline"]
 ROW_KINDS: tuple[str, ...] = get_args(RowKind)
+
+
+class Kind(StrEnum):
+    """The members of :data:`RowKind`, for the code that branches on a row's kind, and the
+    report's one kind more: ``LEADERBOARD``, a row the report copies from the leaderboard's
+    JSON beside the evaluated ones (never a row of ``evaluate()`` itself)."""
+
+    CANDIDATE = "candidate"
+    COMPARE = "compare"
+    PUBLISHED = "published"
+    BASELINE = "baseline"
+    LEADERBOARD = "leaderboard"

@@ -57,3 +57,11 @@ def test_curve_statuses_are_what_the_release_parser_writes():
     assert status == ["recovered", "ok", "lost", "ok", "ok"]
     assert set(status) == set(_values(vocabulary.CurveStatus))
     assert corrected[0] == 70.0
+
+
+def test_row_kinds_are_evaluates_kinds_and_the_reports_leaderboard_rows():
+    """``Kind`` names every ``RowKind`` an evaluation writes, and one more: the report's rows
+    copied from the leaderboard; a misspelt member fails where it is used, not by filtering
+    to nothing."""
+    assert set(vocabulary.ROW_KINDS) | {"leaderboard"} == set(_values(vocabulary.Kind))
+    assert set(vocabulary.ROW_KINDS) < set(_values(vocabulary.Kind))

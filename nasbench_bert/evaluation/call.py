@@ -18,7 +18,7 @@ from ..proxies.baselines import trivial_names
 from ..proxies.inputs import BatchSpec
 from ..semantics import Semantics
 from ..slurm import SlurmResources
-from ..vocabulary import BenchmarkLike
+from ..vocabulary import BenchmarkLike, Kind
 
 
 @dataclass
@@ -76,7 +76,7 @@ class _Roles:
         comp = [c for c in compare if c in reg and c != name]
         published = [p.name for p in reg.values() if "published" in p.group and p.analytic and p.name not in (name, *comp)]
         base = [b for b in trivial_names(bm) if b not in (name, *comp, *published)]
-        kind = {name: "candidate", **{c: "compare" for c in comp}, **{p: "published" for p in published},
-                **{b: "baseline" for b in base}}
+        kind = {name: Kind.CANDIDATE, **{c: Kind.COMPARE for c in comp}, **{p: Kind.PUBLISHED for p in published},
+                **{b: Kind.BASELINE for b in base}}
         return cls(kind, [name, *comp, *published, *base], [n for n in [name, *comp] if not reg[n].analytic],
                    [n for n in [name, *comp] if reg[n].analytic] + published + base)

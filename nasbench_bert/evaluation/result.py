@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..vocabulary import ROW_KINDS, RowKind
+from ..vocabulary import ROW_KINDS, RowKind, Kind
 from .benchmarks import _BENCHMARK_SPECS, HEADLINE
 
 
@@ -97,12 +97,12 @@ SORT_BY = "tau_tiebroken"
 
 def _is_candidate(rows: pd.DataFrame) -> pd.Series:
     """Which leaderboard rows are the evaluated proxy's own."""
-    return rows.kind == "candidate"
+    return rows.kind == Kind.CANDIDATE
 
 
 #: how the Markdown report labels a score of each row kind
-_LABELS: dict[str, str] = {"candidate": "**{name}**", "compare": "{name}", "published": "{name} (published)",
-                           "baseline": "{name} (baseline)"}
+_LABELS: dict[str, str] = {Kind.CANDIDATE: "**{name}**", Kind.COMPARE: "{name}", Kind.PUBLISHED: "{name} (published)",
+                           Kind.BASELINE: "{name} (baseline)"}
 
 
 def _label(name: str, kind: RowKind) -> str:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .. import metrics
-from ..vocabulary import Space
+from ..vocabulary import Space, Kind
 from .inputs import EvaluationLike, _ReportData
 
 
@@ -57,6 +57,6 @@ def _cell_scores(ev: EvaluationLike, sem: str) -> list[str]:
     """The scores cells.png draws under ``sem``: the proxy, the compared, and the
     baselines that vary within some cell (the others are constant there)."""
     r = ev.rows[(ev.rows.benchmark == Space.FLEXIBERT) & (ev.rows.semantics == sem) & (ev.rows.target == "glue")]
-    keep = r[r.kind.isin(["candidate", "compare"]) | ((r.kind == "baseline") & np.isfinite(
+    keep = r[r.kind.isin([Kind.CANDIDATE, Kind.COMPARE]) | ((r.kind == Kind.BASELINE) & np.isfinite(
         pd.to_numeric(r.tau_within_cell, errors="coerce")))]
     return [p for p in keep.proxy if p in ev.values]

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from ..vocabulary import BenchmarkLike, Space
+from ..vocabulary import BenchmarkLike, Space, Kind
 from .cells import _cell_scores, cell_taus
 from .inputs import _HEADLINE, _KIND_LABEL, EvaluationLike, _ReportData
 from .tables import _fmt
@@ -140,7 +140,7 @@ def _cells_png(path: Path, ev: EvaluationLike, data: _ReportData) -> None:
             val = t.tau_tiebroken.to_numpy(dtype=float)
             err = np.vstack([val - t.tau_tiebroken_ci_low.to_numpy(dtype=float),
                              t.tau_tiebroken_ci_high.to_numpy(dtype=float) - val])
-            star = kinds.get(name) == "candidate"
+            star = kinds.get(name) == Kind.CANDIDATE
             h = ax.errorbar(pos, val, yerr=np.nan_to_num(err), fmt="o" if star else "s", ms=7 if star else 4,
                             capsize=2, lw=1.6 if star else 1.0, color="C3" if star else _BASELINE_COLOURS[j % 9])
             handles.setdefault(f"{_KIND_LABEL[kinds.get(name, 'baseline')]}: {name}", h)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InvalidArgumentError
-from ..vocabulary import BenchmarkLike, Space
+from ..vocabulary import BenchmarkLike, Space, Kind
 
 
 class EvaluationLike(Protocol):
@@ -52,9 +52,9 @@ LEADERBOARD_GROUPS: tuple[str, ...] = ("paper", "etas", "published", "standard")
 _HEADLINE: dict[str, tuple[str, str]] = {Space.FLEXIBERT: ("glue", "GLUE average"),
                                          Space.NLP: ("test_loss", "PTB test loss (lower is better)")}
 #: row kinds in table order, and how the table labels them
-_KIND_ORDER: tuple[str, ...] = ("candidate", "compare", "published", "leaderboard", "baseline")
-_KIND_LABEL: dict[str, str] = {"candidate": "proxy", "compare": "compared", "published": "published",
-                               "leaderboard": "published †", "baseline": "baseline"}
+_KIND_ORDER: tuple[str, ...] = (Kind.CANDIDATE, Kind.COMPARE, Kind.PUBLISHED, Kind.LEADERBOARD, Kind.BASELINE)
+_KIND_LABEL: dict[str, str] = {Kind.CANDIDATE: "proxy", Kind.COMPARE: "compared", Kind.PUBLISHED: "published",
+                               Kind.LEADERBOARD: "published †", Kind.BASELINE: "baseline"}
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ..vocabulary import Space
+from ..vocabulary import Space, Kind
 from .cells import _cell_scores, cell_taus
 from .inputs import _HEADLINE, _KIND_LABEL, _KIND_ORDER, LEADERBOARD_GROUPS, EvaluationLike, Provenance, _ReportData
 
@@ -62,7 +62,7 @@ def _tables(ev: EvaluationLike, board: dict[str, Any] | None, prov: Provenance) 
                 lb = pd.DataFrame(extra)
                 lb["_live"] = lb.get("source", pd.Series([""] * len(lb))).eq("live")
                 lb = lb.sort_values("_live", ascending=False, kind="stable").drop_duplicates("proxy")
-                lb["kind"], lb["benchmark"] = "leaderboard", bm
+                lb["kind"], lb["benchmark"] = Kind.LEADERBOARD, bm
                 lb["source"] = lb.get("source", pd.Series(["leaderboard"] * len(lb), index=lb.index)).fillna("leaderboard")
                 head = pd.concat([head, lb[[c for c in lb.columns if c in head.columns or c in ("kind", "source")]]],
                                  ignore_index=True)
@@ -75,14 +75,14 @@ def _tables(ev: EvaluationLike, board: dict[str, Any] | None, prov: Provenance) 
 def _kind_label(row: Mapping[str, Any]) -> str:
     """How the table names a row's kind; a leaderboard row says its source there too."""
     label = _KIND_LABEL[row["kind"]]
-    if row["kind"] == "leaderboard":  # the proxy's own group (the seed paper's, ETAS's, published, standard)
+    if row["kind"] == Kind.LEADERBOARD:  # the proxy's own group (the seed paper's, ETAS's, published, standard)
         from ..proxies import registry
 
         proxy = registry.REGISTRY[Space.FLEXIBERT].get(str(row.get("proxy")))
         groups = [g for g in (proxy.group if proxy is not None else ()) if g in LEADERBOARD_GROUPS]
         label = f"{groups[0]} †" if groups else label
     src = row.get("source")
-    return f"{label} ({src})" if row["kind"] == "leaderboard" and isinstance(src, str) and src else label
+    return f"{label} ({src})" if row["kind"] == Kind.LEADERBOARD and isinstance(src, str) and src else label
 
 
 def _fmt(v: Any, digits: int = 3) -> str:
@@ -115,17 +115,17 @@ def _markdown(ev: EvaluationLike, tables: list[tuple[str, str, pd.DataFrame]], b
            "Every metric with its 95 % bootstrap interval; rows of one block are scored on the same archs, "
            "except those marked †. Orientation: positive means the score ranks archs the way training did.\n"]
     for bm, sem, t in tables:
-        n = int(t.loc[t.kind == "candidate", "n"].max()) if (t.kind == "candidate").any() else 0
+        n = int(t.loc[t.kind == Kind.CANDIDATE, "n"].max()) if (t.kind == Kind.CANDIDATE).any() else 0
         out.append(f"## {bm}, semantics `{sem}`: {_HEADLINE[bm][1]}, n = {n}\n")
         head = ["score", "kind", "n", *(h for _, h, _, _ in METRICS)]
         lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|"]
         for _, r in t.iterrows():
-            name = f"**{r.proxy}**" if r.kind == "candidate" else str(r.proxy)
+            name = f"**{r.proxy}**" if r.kind == Kind.CANDIDATE else str(r.proxy)
             cells = [name, _kind_label(r), _fmt(r.get("n"), 0),
                      *(metric_cell(r, c, lo, hi) for c, _, lo, hi in METRICS)]
             lines.append("| " + " | ".join(cells) + " |")
         out.append("\n".join(lines) + "\n")
-        notes = [f"`{r.proxy}`: {r.note}" for _, r in t.iterrows() if r.kind != "leaderboard"
+        notes = [f"`{r.proxy}`: {r.note}" for _, r in t.iterrows() if r.kind != Kind.LEADERBOARD
                  and isinstance(r.get("note"), str) and r.get("note")]
         if notes:
             out.append("Notes on the rows: " + "; ".join(notes) + "\n")
@@ -192,7 +192,7 @@ def _latex(ev: EvaluationLike, tables: list[tuple[str, str, pd.DataFrame]], boar
                    f"{tex_escape(_HEADLINE[bm][1])}}}}} \\\\")
         out.append("\\midrule")
         for _, r in t.iterrows():
-            name = f"\\textbf{{{tex_escape(r.proxy)}}}" if r.kind == "candidate" else tex_escape(r.proxy)
+            name = f"\\textbf{{{tex_escape(r.proxy)}}}" if r.kind == Kind.CANDIDATE else tex_escape(r.proxy)
             cells = [name, tex_escape(_kind_label(r)), _tex_number(r.get("n"), 0),
                      *(_tex_cell(r, c, lo, hi) for c, _, lo, hi in METRICS)]
             out.append(" & ".join(cells) + r" \\")
