@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 #: a verdict word as a table cell prints it
-SHORT = {"above": "above", "below": "below", "level with": "level"}
+SHORT = {"above": "above", "below": "below", "level with": "level", "undefined": "undefined"}
 
 
 def figures(d: dict[str, float], keys: tuple[str, ...] = ("tau", "tau_tb", "rho", "pw10"), full: float = 500,

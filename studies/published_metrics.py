@@ -87,10 +87,14 @@ def gap_closed(random: np.ndarray, text: np.ndarray, y: np.ndarray, paper: float
 
 def word(lo: float, hi: float) -> str:
     """"above" when a paired difference's interval lies above 0, "below" when below,
-    "level with" when it holds 0 (or is undefined)."""
-    if math.isfinite(lo) and lo > 0:
+    "level with" when it holds 0, and "undefined" when there is no interval (a proxy constant
+    over the archs, or within every cell, orders no pair: calling it level would be a
+    verdict on nothing; the leaderboard says "undefined" there too)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "undefined"
+    if lo > 0:
         return "above"
-    if math.isfinite(hi) and hi < 0:
+    if hi < 0:
         return "below"
     return "level with"
 

@@ -167,7 +167,7 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
 
     def count(r: str, k: str) -> str:
         w = words[r, k]
-        return ", ".join(f"{w.count(x)} {x}" for x in ("above", "level with", "below") if w.count(x))
+        return ", ".join(f"{w.count(x)} {x}" for x in ("above", "level with", "below", "undefined") if w.count(x))
 
     dws, dtw = "depth_width_then_size", "depth_then_width"
     depth = summary["baselines"]["number of layers"]
@@ -179,7 +179,8 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
         f"`{dws}` {rv[dws]['tau_tiebroken']:.3f} on all {summary['n']} archs) and the within-cell tie-broken tau (pairs that share "
         f"layers and hidden size; `{dws}` {rv[dws]['tau_within_cell_tb']:.3f}, `{dtw}` orders no such pair). Each "
         f"cell is the paired difference, proxy less rule, with its 95 % interval over the same {BOOTSTRAP} resamples "
-        f"of the archs; \"above\" / \"below\" when the interval excludes 0, else \"level\". Depth's tau-b "
+        f"of the archs; \"above\" / \"below\" when the interval excludes 0, else \"level\"; \"undefined\" when the proxy "
+        f"orders no pair (a constant; no interval). Depth's tau-b "
         f"({depth['tau']:.3f}, two distinct values) is not a bar: its tie correction lifts it.",
         "",
         f"**Verdict.** Tie-broken tau against `{dws}`: {count(dws, 'tau_tiebroken')} (of {len(vs)}); against "

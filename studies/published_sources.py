@@ -136,7 +136,24 @@ def carry_own_runs(fresh: dict[str, Any], stored: dict[str, Any]) -> dict[str, A
     out["own_runs"] = own_record(stored)
     if "nsc_table" in stored:
         out["nsc_table"] = stored["nsc_table"]
-    return out
+    return reworded(out)
+
+
+def reworded(node: Any) -> Any:
+    """``node`` with every verdict word re-read from its interval by today's rule
+    (:func:`studies.published_metrics.word`): a carried figure keeps its numbers, and its word
+    is what the rule says of them (an interval that does not exist is "undefined", not
+    "level with")."""
+    from studies.published_metrics import word
+
+    if isinstance(node, dict):
+        out = {k: reworded(v) for k, v in node.items()}
+        if {"lo", "hi", "word"} <= out.keys():
+            out["word"] = word(float(out["lo"]), float(out["hi"]))
+        return out
+    if isinstance(node, list):
+        return [reworded(v) for v in node]
+    return node
 
 
 def _run(r: dict[str, Any]) -> str:

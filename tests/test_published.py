@@ -272,7 +272,7 @@ def test_describe_ids_and_word():
     assert pub.describe_ids(range(0, 480, 12)) == "every 12th id, 0-468"
     assert pub.describe_ids([3, 7]) == "2 ids"
     assert (pub.word(0.01, 0.2), pub.word(-0.2, -0.01), pub.word(-0.1, 0.1), pub.word(float("nan"), 0.1)) == \
-        ("above", "below", "level with", "level with")
+        ("above", "below", "level with", "undefined")
 
 
 def _table_bench(bench):
