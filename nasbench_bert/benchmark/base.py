@@ -116,7 +116,7 @@ class TabularBenchmark(ABC, Generic[R]):
 
     def _lookup_many(self, keys: Iterable[Any], table: str, *, missing: Literal["raise", "drop"], charge: bool,
                      cost_column: str | None) -> pd.DataFrame:
-        if missing not in _DROPS:
+        if not isinstance(missing, str) or missing not in _DROPS:  # a list is unhashable: the line, not a TypeError
             raise InvalidArgumentError(f"missing = {missing!r} is not allowed; allowed values: {list(_DROPS)}")
         if keys is None or isinstance(keys, (str, bytes)) or not hasattr(keys, "__iter__"):
             raise InvalidArgumentError(f"archs = {keys!r} is not allowed; allowed: an iterable of keys (ids, archs, strings, dicts)")

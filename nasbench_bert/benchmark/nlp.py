@@ -146,7 +146,8 @@ class NLPBenchmark(TabularBenchmark[NLPResult]):
                    missing: Literal["raise", "drop"] = "raise", charge: bool = True) -> pd.DataFrame:
         """Rows of ``dataset`` for many keys at once, in the given order."""
         return self._lookup_many(keys, dataset, missing=missing, charge=charge,
-                                 cost_column=_COST_COLUMN.get(dataset))
+                                 # a non-string dataset is refused by the lookup, with its line
+                                 cost_column=_COST_COLUMN.get(dataset) if isinstance(dataset, str) else None)
 
     def to_syne_tune(self, dataset: Literal["ptb", "wikitext2"] = "ptb") -> Any:
         """This benchmark's ``dataset`` as a syne-tune ``Blackbox`` (``[hpo]`` extra), as

@@ -198,7 +198,7 @@ _NLP: dict[str, dict[str, tuple[str, tuple[float, float], str, bool]]] = {
 def nlp_objectives(nlp: NLPBenchmarkLike, dataset: str) -> dict[str, "Objective"]:
     """NAS-Bench-NLP's objectives on ``dataset`` (every one minimised); WikiText-2's
     losses have the epochs fidelity of its per-epoch curves (PTB stores final values only)."""
-    if dataset not in _NLP:
+    if not isinstance(dataset, str) or dataset not in _NLP:
         raise InvalidArgumentError(f"dataset = {dataset!r} is not allowed; allowed values: {list(_NLP)}")
     df = nlp.ptb if dataset == NLPDataset.PTB else nlp.wikitext2
     fids: tuple[Fidelity, ...] = ()
