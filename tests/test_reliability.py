@@ -243,7 +243,7 @@ def test_8_cache_parts_are_checked_against_their_key(bench, tmp_path):
     shutil.rmtree(cache)
     from nasbench_bert.sweep import PartCache
 
-    ident = [str(bench.query(0).arch), "as_trained", 0, proxies.BatchSpec(**small).key, "projection", "float32"]
+    ident = [str(bench.query(0).arch), "as_trained", 0, proxies.BatchSpec(**small).key, "projection", "float32", "cpu"]
     name = PartCache(Path("."), "parquet", "arch").path(ident).name  # a ProxyTask's identity
     (cache / name).mkdir(parents=True)
     with pytest.raises(ValueError, match="is a folder"):
