@@ -244,7 +244,9 @@ def test_noise_list_is_every_proxy_that_differentiates_the_vanishing_objective()
 
     assert get_semantics("authors").protocol.objective == "ones"
     noise = values.NOISE["flexibert", "authors"]
-    reg = proxies.get("flexibert", "all")
+    # the package's own proxies: a test elsewhere (test_proxies) registers one of its own in
+    # the same process, which the table never holds
+    reg = [p for p in proxies.get("flexibert", "all") if p.fn.__module__.startswith("nasbench_bert.")]
     shared = {p.name for p in reg if not p.model_only and p.needs & {"backward", "synflow"}}
     assert {n for n in noise if not proxies.get("flexibert", [n])[0].model_only} == shared
     own = {p.name for p in reg if p.model_only}
