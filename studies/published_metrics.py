@@ -10,7 +10,6 @@ functions, or :func:`nasbench_bert.metrics.rank_metrics` with the same bootstrap
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -86,17 +85,11 @@ def gap_closed(random: np.ndarray, text: np.ndarray, y: np.ndarray, paper: float
 
 
 def word(lo: float, hi: float) -> str:
-    """"above" when a paired difference's interval lies above 0, "below" when below,
-    "level with" when it holds 0, and "undefined" when there is no interval (a proxy constant
-    over the archs, or within every cell, orders no pair: calling it level would be a
-    verdict on nothing; the leaderboard says "undefined" there too)."""
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return "undefined"
-    if lo > 0:
-        return "above"
-    if hi < 0:
-        return "below"
-    return "level with"
+    """The verdict word of a paired difference's interval: the leaderboard's one rule
+    (:func:`studies.verdicts.word`; "undefined" without an interval)."""
+    from studies.verdicts import word as rule
+
+    return rule(lo, hi)
 
 
 def verdict(x: np.ndarray, rules: dict[str, np.ndarray], y: np.ndarray, cells: np.ndarray) -> dict[str, Any]:
