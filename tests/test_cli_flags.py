@@ -246,6 +246,25 @@ def test_report_and_slurm_options_are_refused_before_loading(tmp_path, option, v
     assert r.stderr.startswith(f"error: {option} = "), r.stderr
 
 
+@pytest.mark.parametrize("argv, named", [
+    (["hardware", "--sample", "2", "--ids", "0-3", "--out", "{tmp}/h.csv"], "--ids"),
+    (["proxies", "compute", "--proxies", "param_count", "--sample", "2", "--ids", "0-3", "--out", "{tmp}/p.csv"], "--ids"),
+    (["proxies", "compute", "--proxies", "param_count", "--sample", "2", "--space", "nlp", "--out", "{tmp}/p.csv"], "--space"),
+])
+def test_sample_beside_ids_or_another_space_is_refused_before_loading(tmp_path, argv, named):
+    """``--sample`` draws from the whole FlexiBERT space, so ``--ids`` beside it (or a
+    space other than flexibert) is a mistake: one line naming the flag, from the checks
+    both sweep commands share (cli.common.check_sweep_flags), before the benchmark loads
+    (``--data`` points at nothing) or torch is imported."""
+    argv = ["--data", str(tmp_path / "no-data"), "-q", *[a.replace("{tmp}", str(tmp_path)) for a in argv]]
+    code = ("import sys\nfrom nasbench_bert import cli\nrc = cli.main(sys.argv[1:])\n"
+            "print(rc, 'torch' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.stdout.split() == ["2", "False"], (r.stdout, r.stderr[-2000:])
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --sample") and named in lines[0], r.stderr
+
+
 def _read_only(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``folder`` made read-only: its mode for every user, and, where this process is root
     (whom permission bits do not stop), ``os.access`` answering as they would for a user."""

@@ -152,6 +152,26 @@ def check_sample(n: int | None) -> None:
         check_int("--sample", n, low=1, high=FLEXIBERT_SPACE.size)
 
 
+def check_sweep_flags(args: argparse.Namespace) -> tuple[SlurmResources | None, str]:
+    """The flags every sweep command (``proxies compute``, ``hardware``) takes, checked in
+    one place before anything loads: ``--out``, ``--sample``, ``--cache``, then the
+    ``--slurm-*`` resources and ``--device`` (returned, canonical)."""
+    check_out(Path(args.out))  # before a long computation (and before loading anything), not after it
+    check_sample(args.sample)
+    if args.sample is not None and not is_all(args.ids):
+        raise InvalidArgumentError("--sample draws archs from the whole FlexiBERT space; it takes no --ids")
+    check_cache(args)
+    return sweep_placement(args)
+
+
+def sampled_archs(args: argparse.Namespace) -> list[Any]:
+    """``--sample N`` archs drawn from the whole FlexiBERT space (seeded by ``--seed``),
+    instead of benchmark ids (:func:`check_sweep_flags` refused ``--ids`` beside it)."""
+    from ..spaces.flexibert import FLEXIBERT_SPACE
+
+    return list(FLEXIBERT_SPACE.sample(args.sample, seed=args.seed))
+
+
 # -- files ------------------------------------------------------------------------------------
 def writable(folder: Path, option: str) -> None:
     """A clear error, before any work, when ``folder`` cannot be written (the library's

@@ -13,27 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from ..devices import is_cuda
-from ..errors import InvalidArgumentError
 from . import common
 from .common import console
 
 
 def cmd_hardware(args: argparse.Namespace) -> None:
-    common.check_out(Path(args.out))  # before a long measurement (and before loading anything), not after it
-    common.check_sample(args.sample)
-    common.check_cache(args)
-    slurm, device = common.sweep_placement(args)
+    slurm, device = common.check_sweep_flags(args)
     from .. import hardware
 
     bench = common.load_bench(args)
-    if args.sample is not None:  # archs drawn from the whole space, not the benchmark's 500
-        if not common.is_all(args.ids):
-            raise InvalidArgumentError("--sample draws archs from the whole space; it takes no --ids")
-        from ..spaces.flexibert import FLEXIBERT_SPACE
-
-        items: list[Any] = FLEXIBERT_SPACE.sample(args.sample, seed=args.seed)
-    else:
-        items = common.parse_ids(args.ids, len(bench))
+    items: list[Any] = (common.sampled_archs(args) if args.sample is not None  # the whole space, not the benchmark's 500
+                        else common.parse_ids(args.ids, len(bench)))
     sems = hardware.ALL_SEMANTICS if common.is_all(args.semantics) else tuple(args.semantics.split(","))
     base = hardware.GPU_SETTINGS if is_cuda(device) else hardware.MeasureSettings()
     settings = dataclasses.replace(base, threads=args.threads)

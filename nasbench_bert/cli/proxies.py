@@ -30,24 +30,16 @@ if TYPE_CHECKING:
 
 
 def cmd_proxies_compute(args: argparse.Namespace) -> None:
-    common.check_out(Path(args.out))  # before a long computation (and before loading anything), not after it
-    common.check_sample(args.sample)
-    common.check_cache(args)
-    slurm, device = common.sweep_placement(args)
+    slurm, device = common.check_sweep_flags(args)
+    if args.sample is not None and args.space not in _SAMPLED_SPACES:
+        raise InvalidArgumentError("--sample draws FlexiBERT archs from the whole space; it needs --space flexibert")
     from .. import proxies
 
     bench = common.load_bench(args)
     batch = {"batch_size": args.batch_size, "seq_len": args.seq_len, "source": args.source}
     batch = {k: v for k, v in batch.items() if v is not None}
-    if args.sample is not None:  # archs drawn from the whole space, not the benchmark's 500
-        if args.space not in _SAMPLED_SPACES or not common.is_all(args.ids):
-            raise InvalidArgumentError("--sample draws FlexiBERT archs from the whole space; it takes no --ids and "
-                                       "needs --space flexibert")
-        from ..spaces.flexibert import FLEXIBERT_SPACE
-
-        items: list[Any] = FLEXIBERT_SPACE.sample(args.sample, seed=args.seed)
-    else:
-        items = _PROXY_ITEMS[args.space](args, bench, batch)
+    items: list[Any] = (common.sampled_archs(args) if args.sample is not None  # the whole space, not the benchmark's 500
+                        else _PROXY_ITEMS[args.space](args, bench, batch))
     names = args.proxies.split(",") if "," in args.proxies else args.proxies
     df = proxies.compute(items, names, semantics=args.semantics, seed=args.seed, batch=batch, space=args.space, dtype=args.dtype,
                          bench=bench, cache=args.cache, jobs=args.jobs, progress=not args.quiet,
