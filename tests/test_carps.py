@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 pytestmark = pytest.mark.carps
@@ -195,3 +196,28 @@ def test_objective_functions_refuse_and_answer(bench: Any, data_dir: Path) -> No
         arch = v.additional_info["arch"]
         assert carps_bench.query(arch, charge=False).arch in evaluated
         assert v.cost == -carps_bench.query(arch, charge=False).glue
+
+
+def test_epochs_task_reads_a_finished_run_when_an_earlier_one_diverged(bench: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The logged task's space lists the recipes with a finished run; its losses must come
+    from such a run. A recipe whose earliest run (by init_time) diverged and whose later
+    run finished was answered with the diverged run's losses before (issue 37's note).
+    Here a diverged copy of one recipe's run is put first, with other losses."""
+    import types
+
+    from nasbench_bert.integrations import carps_fidelity
+
+    df = bench.nlp.wikitext2
+    done = df[~df["diverged"].astype(bool) & (df["epochs_completed"] == df["hp_epochs"])]
+    run = done.iloc[0]
+    bad = run.copy()
+    bad["diverged"], bad["init_time"] = True, "2000-01-01_00-00-00"  # before every logged run
+    bad["val_losses"] = [99.0] * len(run["val_losses"])
+    bad["log_name"] = "diverged-copy"
+    logs = pd.concat([pd.DataFrame([bad]), df], ignore_index=True)
+    stand_in = types.SimpleNamespace(nlp=types.SimpleNamespace(wikitext2=logs, objectives=bench.nlp.objectives))
+    monkeypatch.setattr(carps_fidelity, "load_bench", lambda data: stand_in)
+    task = carps_fidelity.NLPEpochs(dataset="wikitext2", objective="val_loss")
+    rid = int(run["recipe_id"])
+    assert task._logs[rid] == run["log_name"]
+    assert task._losses[rid].tolist() == [float(v) for v in run["val_losses"]]

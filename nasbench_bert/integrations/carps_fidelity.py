@@ -37,7 +37,7 @@ from ..spaces.flexibert import Arch
 from ..vocabulary import DATASETS
 from .carps import _TabularBase
 from .carps_spaces import (
-    ARCH_HP, RECIPE_HP, _config_value, curve_archs, curve_space, load_bench, logged_space, logs_frame,
+    ARCH_HP, RECIPE_HP, _config_value, curve_archs, curve_space, finished_runs, load_bench, logged_space,
 )
 
 #: the learning curves' checkpoints a budget can reach (the valid ones from 150,000 steps on)
@@ -71,14 +71,16 @@ class NLPEpochs(_TabularBase):
         check_choice("dataset", dataset, DATASETS)
         self.bench = load_bench(data)
         self.dataset = dataset
-        df = logs_frame(self.bench, dataset)  # PTB without its logs: DataNotFoundError naming build-data --ptb-logs
-        space = logged_space(self.bench, dataset, seed)
+        space = logged_space(self.bench, dataset, seed)  # PTB without its logs: DataNotFoundError naming build-data --ptb-logs
         super().__init__((objective,), self.bench.nlp.objectives[dataset], space, loggers)
         column = {"train_loss": "train_losses", "val_loss": "val_losses", "test_loss": "test_losses"}.get(objective)
         if column is None:
             raise InvalidArgumentError(f"objective = {objective!r} is not allowed; allowed values: ['train_loss', "
                                        "'val_loss', 'test_loss'] (the losses the logs hold per epoch)")
-        first = df.sort_values("init_time").drop_duplicates("recipe_id").set_index("recipe_id")
+        # each recipe's first run (by init_time) among those that finished: the space lists
+        # recipes with a finished run, so a diverged earlier run must not supply the losses
+        first = finished_runs(self.bench, dataset).sort_values("init_time").drop_duplicates("recipe_id") \
+            .set_index("recipe_id")
         ids = [int(r) for r in space[RECIPE_HP].choices]
         self.epochs = tuple(range(1, int(first.loc[ids[0], "hp_epochs"]) + 1))
         self._losses = {r: np.asarray(first.loc[r, column], dtype=float) for r in ids}

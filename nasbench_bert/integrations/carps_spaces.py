@@ -119,11 +119,17 @@ def logs_frame(bench: BenchmarkLike, dataset: str) -> Any:
     return bench.nlp.wikitext2 if dataset == NLPDataset.WIKITEXT2 else bench.nlp.ptb_logs
 
 
+def finished_runs(bench: BenchmarkLike, dataset: str) -> Any:
+    """``dataset``'s logged runs that finished every epoch without diverging: the runs a
+    logged task's recipes are drawn from, and the runs it reads losses from (one rule, so
+    the space never lists a recipe whose losses come from a diverged run)."""
+    df = logs_frame(bench, dataset)
+    return df[~df["diverged"].astype(bool) & (df["epochs_completed"] == df["hp_epochs"])]
+
+
 def logged_recipe_ids(bench: BenchmarkLike, dataset: str) -> list[int]:
     """The recipe ids of ``dataset``'s logged runs that finished every epoch, sorted."""
-    df = logs_frame(bench, dataset)
-    done = df[~df["diverged"].astype(bool) & (df["epochs_completed"] == df["hp_epochs"])]
-    return sorted({int(r) for r in done["recipe_id"]})
+    return sorted({int(r) for r in finished_runs(bench, dataset)["recipe_id"]})
 
 
 def logged_space(bench: BenchmarkLike, dataset: str, seed: int = 0) -> ConfigurationSpace:
