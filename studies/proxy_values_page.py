@@ -175,8 +175,9 @@ def render(s: dict[str, Any]) -> str:
         f"* **Built** by nasbench-bert {p['package_version']} (commit `{str(p.get('commit'))[:10]}`"
         f"{', uncommitted changes' if p.get('dirty') else ''}) on {mach['processor']} with {mach['cpus']} CPUs, "
         f"{mach['platform']}, Python {mach['python']}, torch {mach['torch']}, device `{p['device']}`, "
-        f"{p['threads']} torch thread per worker, {p['built']}; {p['seconds']:,.0f} s of wall time for the whole table "
-        "(a resumed build counts only its last run).\n",
+        f"{p['threads']} torch thread per worker, {p['built']}; {p['worker_seconds']:,.0f} s of worker time summed over "
+        f"its parts (the part cache records each part's time, so a resumed build counts every layer), "
+        f"{p['seconds']:,.0f} s of wall time in the last, assembling run.\n",
         f"* **Precision: {p['dtype']} for every proxy; seed {p['seed']}.** Why: below.\n\n",
         "A table built by another package version, or whose sha256 or columns do not match the manifest, is refused with "
         "one line naming `nasbench-bert build-proxy-values`, which rebuilds it (resumable through its part cache; "
