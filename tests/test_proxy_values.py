@@ -20,6 +20,7 @@ torch = pytest.importorskip("torch")
 
 from nasbench_bert import proxies  # noqa: E402
 from nasbench_bert.proxies import values  # noqa: E402
+from conftest import ROOT  # noqa: E402
 
 FLEX_PROXIES = ["l2_norm", "nsc", "zico", "ntkt", "sept", "ntsr", "synaptic_saliency"]
 NLP_PROXIES = ["l2_norm", "recipe_num_params"]
@@ -311,3 +312,26 @@ def test_naszero_export_takes_its_live_values_from_the_table(built, data_copy, t
     nlp = read_naszero(tmp_path / "zc" / "zc_nasbench_nlp.json")
     got = nlp["l2_norm@as_trained:live"].dropna().unique()
     assert list(got) == [b.nlp.proxy_values("as_trained").loc[recipe, "l2_norm"]]
+
+
+def test_every_tolerance_follows_the_measured_thread_effect():
+    """The rule :data:`values.TOLERANCE` states: at least 100 times the largest relative
+    difference two torch threads made in float64 on the sample docs/proxy_values.json
+    records, for every proxy that is not noise, on both benchmarks. A proxy whose measured
+    thread effect grows (or a tolerance someone lowers) fails here, before a user's
+    ``--verify`` would fail on another machine; and no tolerance is looser than the rule
+    plus one power of ten (so a typo like 1e-2 fails too)."""
+    import math
+
+    rows = json.loads((ROOT / "docs" / "proxy_values.json").read_text())["measure"]["rows"]
+    assert {r["benchmark"] for r in rows} == {"flexibert", "nlp"}
+    worst: dict[tuple[str, str], float] = {}
+    for r in rows:
+        if not r["noise"]:
+            key = (r["benchmark"], r["proxy"])
+            worst[key] = max(worst.get(key, 0.0), float(r["threads2_max_rel_diff"]))
+    for (b, p), d in worst.items():
+        tol = values.tolerance(b, p)
+        assert tol >= 100 * d, (b, p, d, tol)
+        rule = max(values.DEFAULT_TOLERANCE, 10 ** math.ceil(math.log10(100 * d))) if d > 0 else values.DEFAULT_TOLERANCE
+        assert tol <= 10 * rule, (b, p, d, tol, rule)
