@@ -17,7 +17,7 @@ Where the values come from (:mod:`studies.published_runs`):
   SWAP / W-PCA on real text (GLUE RTE, :func:`rte_text`) beside a second random seed,
   SWAP at 16 sequences, ZeroLM on instantiated weights), are computed in float64, the
   table's precision, into ``--cache`` (one part file per arch, so an interrupted run
-  resumes; 2-4 hours on 2 shared cores) and their per-arch values are written beside the
+  resumes; about 70 minutes of one process on 2 shared cores) and their per-arch values are written beside the
   page (``docs/published_values.parquet``, :mod:`studies.published_values`).
 
 Modes: no flag computes the own runs (or reads them back from the cache), writes the

@@ -37,8 +37,10 @@ PRE_TABLE_CACHE = "data/published-cache"
 #: what recomputes each group
 RECOMPUTE_TABLE = "python -m studies.published --table-rows"
 RECOMPUTE_OWN = "python -m studies.published"
-#: the own runs' cost on the 2 shared CPU cores here, float64, all 500 archs
-OWN_COST = "2-4 CPU hours"
+#: the own runs' cost here, float64, all 500 archs: measured on 2026-11-27, one process at
+#: nice 19 beside a CI run on the 2 shared cores, 3,838 s of wall time for the runs (the first
+#: run's 104 cached archs not counted; its other 396 took 877 s)
+OWN_COST = "about 70 minutes of one process on a 2-core CPU"
 
 
 class CarryError(ValueError):
@@ -182,9 +184,10 @@ def own_sentence(summary: dict[str, Any]) -> str:
     if o.get("shipped"):
         return (f"The page's own runs (experiments in other protocols: the W-PCA protocol runs, the NSC construction on "
                 f"the sweep batch, real text, a second random seed, SWAP at 16 sequences, ZeroLM on instantiated "
-                f"weights) are computed in {o['dtype']}; their per-arch values are committed beside this page "
-                f"(`docs/{o['file']}`, sha256 `{o['sha256'][:16]}…`), so every figure here can be recomputed from the "
-                "table and that file (`python -m studies.published --from-values`).")
+                f"weights) are computed in {o['dtype']}; their per-arch values are written beside this page "
+                f"(`docs/{o['file']}`, sha256 `{o['sha256'][:16]}…`; built output like the proxy-values table, not kept "
+                f"in the repository: `{RECOMPUTE_OWN} --own-only` writes it, resumable, in {OWN_COST}), so every figure "
+                "here can be recomputed from the table and that file (`python -m studies.published --from-values`).")
     return ("**The page's own runs** (experiments in other protocols: the W-PCA protocol runs, the NSC construction on "
             "the sweep batch, real text, a second random seed, SWAP at 16 sequences, ZeroLM on instantiated weights; "
             f"the \"reproduced here\" column of the W-PCA row, the ZeroLM-on-weights figures, the W-PCA protocol table "
