@@ -17,6 +17,7 @@ from typing import Any, Generic, Iterable, Literal, Mapping, TypeVar
 import numpy as np
 import pandas as pd
 
+from ..checks import check_choice
 from ..data.tables import DataDir
 from ..errors import InvalidArchitectureError, InvalidArgumentError, NotEvaluatedError
 from .budget import Budget
@@ -116,8 +117,7 @@ class TabularBenchmark(ABC, Generic[R]):
 
     def _lookup_many(self, keys: Iterable[Any], table: str, *, missing: Literal["raise", "drop"], charge: bool,
                      cost_column: str | None) -> pd.DataFrame:
-        if not isinstance(missing, str) or missing not in _DROPS:  # a list is unhashable: the line, not a TypeError
-            raise InvalidArgumentError(f"missing = {missing!r} is not allowed; allowed values: {list(_DROPS)}")
+        check_choice("missing", missing, _DROPS)  # an unhashable value gets the line too, not a TypeError
         if keys is None or isinstance(keys, (str, bytes)) or not hasattr(keys, "__iter__"):
             raise InvalidArgumentError(f"archs = {keys!r} is not allowed; allowed: an iterable of keys (ids, archs, strings, dicts)")
         idx = self._first_rows(list(keys), table, drop=_DROPS[missing])

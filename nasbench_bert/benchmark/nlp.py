@@ -10,6 +10,7 @@ from typing import Any, Literal, Mapping
 import pandas as pd
 
 from ..data.tables import NLP_PROXY_COLUMNS, DataDir
+from ..checks import check_choice
 from ..checks import is_int as _is_int
 from ..errors import DataNotFoundError, InvalidArchitectureError, InvalidArgumentError, NotEvaluatedError
 from ..spaces.nlp import Recipe, isomorphic, parse_recipe, recipe_hash
@@ -145,9 +146,8 @@ class NLPBenchmark(TabularBenchmark[NLPResult]):
     def query_many(self, keys: Any, dataset: Literal["ptb", "wikitext2"] = "ptb", *,
                    missing: Literal["raise", "drop"] = "raise", charge: bool = True) -> pd.DataFrame:
         """Rows of ``dataset`` for many keys at once, in the given order."""
-        return self._lookup_many(keys, dataset, missing=missing, charge=charge,
-                                 # a non-string dataset is refused by the lookup, with its line
-                                 cost_column=_COST_COLUMN.get(dataset) if isinstance(dataset, str) else None)
+        check_choice("dataset", dataset, NLP_DATASETS)  # before the cost lookup, which needs a hashable name
+        return self._lookup_many(keys, dataset, missing=missing, charge=charge, cost_column=_COST_COLUMN.get(dataset))
 
     def to_syne_tune(self, dataset: Literal["ptb", "wikitext2"] = "ptb") -> Any:
         """This benchmark's ``dataset`` as a syne-tune ``Blackbox`` (``[hpo]`` extra), as

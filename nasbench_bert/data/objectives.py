@@ -35,6 +35,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from ..checks import check_choice
 from ..errors import DataIntegrityError, InvalidArgumentError
 from ..vocabulary import BenchmarkLike, Direction, NLPBenchmarkLike, NLPDataset
 from .tables import GLUE_TASKS
@@ -198,8 +199,7 @@ _NLP: dict[str, dict[str, tuple[str, tuple[float, float], str, bool]]] = {
 def nlp_objectives(nlp: NLPBenchmarkLike, dataset: str) -> dict[str, "Objective"]:
     """NAS-Bench-NLP's objectives on ``dataset`` (every one minimised); WikiText-2's
     losses have the epochs fidelity of its per-epoch curves (PTB stores final values only)."""
-    if not isinstance(dataset, str) or dataset not in _NLP:
-        raise InvalidArgumentError(f"dataset = {dataset!r} is not allowed; allowed values: {list(_NLP)}")
+    check_choice("dataset", dataset, _NLP)
     df = nlp.ptb if dataset == NLPDataset.PTB else nlp.wikitext2
     fids: tuple[Fidelity, ...] = ()
     if dataset == NLPDataset.WIKITEXT2:  # the only dataset whose table holds per-epoch curves
