@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from studies.verdicts import word  # the leaderboard's one verdict rule ("undefined" without an interval)
+
 #: bootstrap resamples of the archs behind every interval on the page (seed 0)
 BOOTSTRAP = 200
 #: the trivial rules every verdict on the page compares with (as-trained counts)
@@ -82,14 +84,6 @@ def gap_closed(random: np.ndarray, text: np.ndarray, y: np.ndarray, paper: float
 
     idx = resample_index(len(y))
     return {"paper_rho": paper, "fraction": estimate(frac(np.arange(len(y))), np.array([frac(i) for i in idx]))}
-
-
-def word(lo: float, hi: float) -> str:
-    """The verdict word of a paired difference's interval: the leaderboard's one rule
-    (:func:`studies.verdicts.word`; "undefined" without an interval)."""
-    from studies.verdicts import word as rule
-
-    return rule(lo, hi)
 
 
 def verdict(x: np.ndarray, rules: dict[str, np.ndarray], y: np.ndarray, cells: np.ndarray) -> dict[str, Any]:
