@@ -66,6 +66,20 @@ def hardware_bench(bench):
     return bench
 
 
+@pytest.fixture
+def one_torch_thread():
+    """Compute on one torch thread, as the sweep's workers do. Near-cancelling sums (a
+    float32 out_sum of about 1e-5, a float64 hidden covariance of about -5.7e7) come out in
+    another order on two threads (OMP_NUM_THREADS unset, the README's test command): -2.0e-6
+    against -1.3e-5, and 2.3e-12 relative, beyond tests that compare with a one-thread value."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def release_entries() -> list[dict]:
     return json.loads((TFN / "BERT_benchmark.json").read_text())

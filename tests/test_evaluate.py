@@ -560,20 +560,6 @@ def nonfinite(model, batch):
     return _INF[float(out_sum(model, batch))]
 
 
-@pytest.fixture
-def one_torch_thread():
-    """The probe runs ``nonfinite`` in this process, the sweep in workers of one torch thread:
-    out_sum is a near-cancelling float32 sum (about 1e-5), which two threads sum in another
-    order (-2.0e-6 against -1.3e-5 with OMP_NUM_THREADS unset, the README's test command), so
-    the key must be computed on one thread here as well."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_nan_and_inf_rule(bench, one_torch_thread):
     """NaN left out for every score of the table (the baselines on exactly the proxy's
     rows), +inf above every finite value, -inf below, in both orientations; the note

@@ -495,18 +495,6 @@ def _old_decoder_logits(recipe, batch, seed, dtype=torch.float32) -> dict[str, f
     }
 
 
-@pytest.fixture
-def one_torch_thread():
-    """The sweep computes on one torch thread; the previous definition here must too. The
-    hidden covariance is a near-cancelling float64 figure (about -5.7e7): summed on two
-    threads (OMP_NUM_THREADS unset, the README's test command) it moved by 2.3e-12 relative,
-    beyond the test's 1e-12, with the definition unchanged."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.mark.parametrize("semantics", ["as_trained", "as_specified"])
 def test_decoder_logits_protocol_unchanged(logs, semantics, one_torch_thread):
     """``as_trained``/``as_specified`` give exactly what the previous definition gave."""
