@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=5, help="fresh processes timed (the median is reported)")
     ap.add_argument("--data", default="", help="data folder (default: the documented resolution order)")
     a = ap.parse_args(argv)
-    if _run(a.data, "api").get("missing"):
+    if _run(a.data, "api").get("missing"):  # one untimed process: asks once, and warms the file cache for both modes
         print("no proxy-values table in this data folder (built output, not committed; the Hub's data release carries "
               "it): nothing timed. Build it with nasbench-bert build-proxy-values --out "
               "nasbench_bert/data/pinned/proxy_values.parquet, then nasbench-bert build-data --force")
