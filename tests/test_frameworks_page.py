@@ -180,9 +180,12 @@ def test_syne_tune(run_section, bench):
     (sim, loaded, mf), _ = run_section("syne-tune")
     results = sim["results"]
     assert results["trial_id"].nunique() >= 20
-    for _, row in results.iterrows():  # the arch that answered each trial, and its table value
+    # the arch that answered each trial, and one of its runs' table values: the page passes no
+    # seed, so an arch trained twice (9 of them) answers with the run syne-tune draws
+    for _, row in results.iterrows():
         answered = Arch.from_index(int(row["space_index"]))
-        assert answered in bench and row["metric_glue"] == bench.query(answered, charge=False).glue, answered
+        runs = [r.glue for r in bench.query_all(answered)] if answered in bench else []
+        assert row["metric_glue"] in runs, (answered, row["metric_glue"], runs)
     bb = loaded["bb"]
     glue = bb.objectives_evaluations[:, 0, 0, list(bb.objectives_names).index("metric_glue")]
     assert len(glue) == 491
