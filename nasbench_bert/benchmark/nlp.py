@@ -9,9 +9,8 @@ from typing import Any, Literal, Mapping
 
 import pandas as pd
 
+from ..checks import check_choice, is_int as _is_int
 from ..data.tables import NLP_PROXY_COLUMNS, DataDir
-from ..checks import check_choice
-from ..checks import is_int as _is_int
 from ..errors import DataNotFoundError, InvalidArchitectureError, InvalidArgumentError, NotEvaluatedError
 from ..spaces.nlp import Recipe, isomorphic, parse_recipe, recipe_hash
 from .base import TabularBenchmark
