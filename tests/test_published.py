@@ -334,7 +334,7 @@ def test_sweep_figures_are_the_tables_values(bench):
         assert caps["distinct"] == df["swap"].nunique()
 
 
-def test_real_text_figures_are_the_companion_files_values(bench):
+def test_real_text_figures_are_the_companion_files_values(bench, published_values_file):
     """The real-text rows against the page's companion file: rho of the RTE batch (an own
     run) and of random tokens (the table's authors values) recomputed with scipy. (While
     the own runs' values are not shipped, their figures are carried over and the real-text
@@ -347,11 +347,9 @@ def test_real_text_figures_are_the_companion_files_values(bench):
     summary = _summary()
     if not summary.get("own_runs", {}).get("shipped"):
         pytest.skip("the own runs' per-arch values are not shipped (docs/published.json own_runs)")
-    if not (ROOT / "docs" / "published_values.parquet").is_file():
-        pytest.skip("docs/published_values.parquet is built output (python -m studies.published --own-only), absent here")
     bench = _table_bench(bench)
     _scored_table(summary, bench)
-    own = published_values.read(ROOT / "docs" / "published_values.parquet")
+    own = published_values.read(published_values_file)
     text = own["text/RTE"]
     rnd = bench.proxy_values("authors", list(pub.TEXT_PROXIES)).loc[text["ids"]]
     y = bench.to_pandas().set_index("id")["glue"].loc[text["ids"]].to_numpy()

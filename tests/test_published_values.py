@@ -72,14 +72,12 @@ def test_companion_file_reads_back_exactly_and_deterministically(tmp_path):
     assert published_values.path_for(Path("docs/published.md")) == Path("docs/published_values.parquet")
 
 
-def test_companion_file_holds_ids_and_values_only():
+def test_companion_file_holds_ids_and_values_only(published_values_file):
     """The committed file: benchmark ids and this package's values, no field of the
     authors' release (no arch string, no GLUE score, no stored proxy)."""
     import pyarrow.parquet as pq
 
-    path = DOCS / "published_values.parquet"
-    if not path.is_file():
-        pytest.skip("docs/published_values.parquet is built output (python -m studies.published --own-only), absent here")
+    path = published_values_file
     schema = pq.read_schema(path)
     assert schema.names[:2] == ["run", "id"]
     assert all(str(schema.field(c).type) == "double" for c in schema.names[2:])
@@ -178,7 +176,7 @@ def check_figures(page: str, own: dict, bench) -> int:
     return checked
 
 
-def test_page_figures_recompute_from_the_table_and_the_companion_file(bench):
+def test_page_figures_recompute_from_the_table_and_the_companion_file(bench, published_values_file):
     """A reader's recomputation: figures of every kind on the page (the table's, the own
     runs', a fitted alpha, a paired verdict, real text) from bench.proxy_values and the
     committed companion file alone, to the printed digits."""
@@ -187,10 +185,8 @@ def test_page_figures_recompute_from_the_table_and_the_companion_file(bench):
     summary = json.loads((DOCS / "published.json").read_text())
     if not summary.get("own_runs", {}).get("shipped"):
         pytest.skip("the own runs' per-arch values are not shipped yet (their figures are carried over)")
-    if not (DOCS / "published_values.parquet").is_file():
-        pytest.skip("docs/published_values.parquet is built output (python -m studies.published --own-only), absent here")
-    own = published_values.read(DOCS / "published_values.parquet")
-    assert summary["own_runs"]["sha256"] == published_values.describe(DOCS / "published_values.parquet")["sha256"]
+    own = published_values.read(published_values_file)
+    assert summary["own_runs"]["sha256"] == published_values.describe(published_values_file)["sha256"]
     assert summary["proxy_values"]["sha256"] == bench.data.manifest["tables"]["proxy_values"]["sha256"]
     assert check_figures((DOCS / "published.md").read_text(), own, bench) >= 15
 
